@@ -1,0 +1,5 @@
+import sys
+
+from dyafdb.cli import main
+
+sys.exit(main())

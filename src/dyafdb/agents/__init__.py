@@ -1,0 +1,1 @@
+"""Agents: the protocol every model adapter implements, and the registry that builds them."""

@@ -1,0 +1,41 @@
+"""Record conversations of the design table on the lockstep bridge.
+
+Ids come from the design that the config implies (the same function Snakemake uses), so no stale
+table can disagree with the config. Several ids in one call reuse the loaded models.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dyafdb.commands._common import add_config_argument, load_configs
+from dyafdb.design import build_design, find_conversation
+
+NAME = "record"
+HELP = "record one or more conversations (by id) into <out>/<id>/{audio.wav,text.jsonl,meta.json}"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_argument(parser)
+    parser.add_argument("--id", dest="ids", action="append", required=True, help="conversation id (repeatable)")
+    parser.add_argument("--out", type=Path, default=None, help="default: <results_dir>/recordings")
+    parser.add_argument("--log-dir", type=Path, default=None, help="where worker stderr logs go")
+    parser.add_argument("--in-process", action="store_true", help="run agents in this process (no workers)")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dyafdb.record import record_many
+
+    config = load_configs(args)
+    if args.in_process:
+        config["bridge"]["in_process"] = True
+    config["bridge"]["progress"] = config["bridge"].get("progress", True) and not args.no_progress and sys.stderr.isatty()
+    rows = build_design(config, args.root)
+    chosen = [find_conversation(rows, cid) for cid in args.ids]
+    out = args.out or args.root / config["results_dir"] / "recordings"
+    for meta in record_many(config, chosen, out, args.root, args.log_dir):
+        print(f"{meta['conversation_id']}: {meta['ticks']} ticks, end={meta['end_reason']}, wall={meta['total_wall_time_s']} s")
+    return 0

@@ -1,0 +1,77 @@
+"""Loading and validating the suite config.
+
+Validation runs before anything else so that a typo stops the run at once with the key, the bad
+value and what is allowed, instead of surfacing hours later inside a cluster job.
+"""
+
+from __future__ import annotations
+
+import copy
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from dyafdb.schema_check import InputError, read_yaml, validate
+
+DEFAULTS: dict[str, Any] = {
+    "results_dir": "results",
+    "demo_quality": False,
+    "bridge": {"lead_in_s": 1.5, "in_process": False, "progress": True},
+    "vad": {"start_rms": 0.010, "end_rms": 0.004, "min_segment_s": 0.16, "max_gap_s": 0.32},
+    "transcript": {"before_s": 0.6, "after_s": 0.3},
+}
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def section_schema_names() -> dict[str, str]:
+    """Stage sections that ship their own schema: ``config-<section>.schema.yaml``."""
+    names = {}
+    for entry in resources.files("dyafdb").joinpath("schemas").iterdir():
+        name = entry.name
+        if name.startswith("config-") and name.endswith(".schema.yaml"):
+            section = name[len("config-"):-len(".schema.yaml")]
+            names[section] = name[: -len(".schema.yaml")]
+    return names
+
+
+def validate_config(config: dict[str, Any], source: str | Path) -> dict[str, Any]:
+    """Validate a loaded config and fill defaults. Returns the merged config."""
+    if not isinstance(config, dict):
+        raise InputError(f"{source}: the config must be a mapping")
+    validate(config, "config", source)
+    for section, schema in section_schema_names().items():
+        if section in config:
+            validate(config[section], schema, f"{source} (section {section})")
+    merged = _merge(DEFAULTS, config)
+    _check_cross_references(merged, source)
+    return merged
+
+
+def _check_cross_references(config: dict[str, Any], source: str | Path) -> None:
+    models = config["models"]
+    for suite_name, suite in config["suites"].items():
+        for model in suite["models"]:
+            if model not in models:
+                raise InputError(
+                    f"{source}: suites.{suite_name}.models lists unknown model {model!r}; "
+                    f"known models: {', '.join(sorted(models))} (add it under models: or fix the name)"
+                )
+        if "scenarios" in suite and "scenarios_per_archetype" in suite:
+            raise InputError(f"{source}: suites.{suite_name} sets both scenarios and scenarios_per_archetype; keep one")
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    path = Path(path)
+    data = read_yaml(path)
+    if overrides:
+        data = _merge(data or {}, overrides)
+    return validate_config(data, path)

@@ -1,0 +1,75 @@
+"""JSON-schema validation with messages a user can act on: file, field, bad value, what is allowed."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+
+class InputError(ValueError):
+    """Bad user input (config, scenario, design row). The message names the file, the field and the fix."""
+
+
+@lru_cache(maxsize=None)
+def load_schema(name: str) -> dict[str, Any]:
+    text = resources.files("dyafdb").joinpath("schemas", f"{name}.schema.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def field_path(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) for p in error.absolute_path]
+    return ".".join(parts) if parts else "(top level)"
+
+
+def describe(error: jsonschema.ValidationError) -> str:
+    """One line: which field, which value, what is allowed."""
+    where = field_path(error)
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator == "additionalProperties":
+        allowed = sorted(schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
+        return f"unknown key {', '.join(repr(e) for e in extra)} in {where}; allowed keys: {', '.join(allowed)}"
+    if error.validator == "enum":
+        return f"{where} = {error.instance!r} is not allowed; choose one of: {', '.join(map(repr, schema['enum']))}"
+    if error.validator == "const":
+        return f"{where} = {error.instance!r}; it must be {schema['const']!r}"
+    if error.validator == "required":
+        return f"{where}: {error.message}"
+    desc = schema.get("description")
+    hint = f" ({desc})" if desc else ""
+    return f"{where} = {error.instance!r}: {error.message}{hint}"
+
+
+def validate(data: Any, schema_name: str, source: str | Path) -> None:
+    """Raise :class:`InputError` listing every problem in ``data``, each naming its field."""
+    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    if errors:
+        lines = "\n".join(f"  - {describe(e)}" for e in _leaf_errors(errors))
+        raise InputError(f"{source}: invalid {schema_name}:\n{lines}")
+
+
+def _leaf_errors(errors: list[jsonschema.ValidationError]) -> list[jsonschema.ValidationError]:
+    """Expand the ``allOf``/``if`` wrappers so the message points at the real field."""
+    out: list[jsonschema.ValidationError] = []
+    for e in errors:
+        if e.context and e.validator in ("allOf", "anyOf", "oneOf"):
+            out.extend(_leaf_errors(list(e.context)))
+        else:
+            out.append(e)
+    return out
+
+
+def read_yaml(path: Path) -> Any:
+    try:
+        with open(path) as fh:
+            return yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: not valid YAML: {exc}") from None
