@@ -1,0 +1,1 @@
+# rules for the analyze stage are added by its issue

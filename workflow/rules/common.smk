@@ -1,0 +1,67 @@
+import json
+import shlex
+from pathlib import Path
+
+from dyafdb.config import validate_config
+from dyafdb.design import build_design
+
+# Validate before planning anything: a typo stops here with the key, the value and what is allowed.
+config.update(validate_config(dict(config), " + ".join(map(str, workflow.configfiles)) or "config"))
+
+RESULTS = config["results_dir"]
+SCENARIOS = config["scenarios_dir"]
+# Every command re-reads the same config files, so a job computes exactly what the plan computed.
+CONFIG_ARGS = " ".join(f"--config {shlex.quote(str(p))}" for p in workflow.configfiles)
+DYAFDB = f"dyafdb"
+
+CONVERSATIONS = {row.conversation_id: row for row in build_design(config)}
+CONVERSATION_IDS = sorted(CONVERSATIONS)
+
+# Rules files append their final outputs here; `rule all` reads it lazily, after every include.
+FINAL_TARGETS = []
+
+
+wildcard_constraints:
+    conversation=r"[a-z0-9][a-z0-9._-]*",
+
+
+def final_targets(wildcards):
+    return FINAL_TARGETS
+
+
+def conversation(wildcards):
+    return CONVERSATIONS[wildcards.conversation]
+
+
+def scenario_file(wildcards):
+    row = conversation(wildcards)
+    return f"{SCENARIOS}/{row.archetype}/{row.scenario}.yaml"
+
+
+def model_spec(name):
+    return config["models"][name]
+
+
+def pair_models(wildcards):
+    row = conversation(wildcards)
+    return [row.model_a, row.model_b]
+
+
+def record_params(wildcards):
+    """What a recording depends on besides its scenario: the two models' settings and the bridge."""
+    row = conversation(wildcards)
+    return json.dumps(
+        {
+            "models": {m: model_spec(m) for m in (row.model_a, row.model_b)},
+            "bridge": {"lead_in_s": config["bridge"]["lead_in_s"]},
+        },
+        sort_keys=True,
+    )
+
+
+def record_resource(key, default, combine=sum):
+    def get(wildcards):
+        values = [model_spec(m).get("resources", {}).get(key, default) for m in pair_models(wildcards)]
+        return combine(values)
+
+    return get

@@ -1,0 +1,1 @@
+# rules for the judge stage are added by its issue

@@ -1,0 +1,1 @@
+# rules for the score stage are added by its issue

@@ -1,0 +1,1 @@
+# rules for the view stage are added by its issue
