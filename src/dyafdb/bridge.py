@@ -26,17 +26,23 @@ SIDES = ("a", "b")
 
 
 class _InlineStepper:
-    """Steps the agent on the bridge's own thread, between the other's begin and end."""
+    """Steps the agent on the bridge's own thread while the partner's thread runs (begin is called last)."""
 
     def __init__(self, agent: Agent):
         self.agent = agent
-        self._heard: np.ndarray | None = None
+        self._result: tuple[Frame | None, BaseException | None] = (None, None)
 
     def begin(self, heard: np.ndarray) -> None:
-        self._heard = heard
+        try:
+            self._result = (self.agent.step(heard), None)
+        except Exception as exc:  # re-raised from end(), after the partner's step is collected
+            self._result = (None, exc)
 
     def end(self) -> Frame:
-        return self.agent.step(self._heard)
+        frame, exc = self._result
+        if exc is not None:
+            raise exc
+        return frame
 
     def stop(self) -> None:
         pass

@@ -58,9 +58,10 @@ class Recording:
 
 def write_recording(rec: Recording, directory: Path) -> None:
     directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    for stale in directory.parent.glob(f".partial-{directory.name}-*"):  # left by a killed attempt
+        shutil.rmtree(stale, ignore_errors=True)
     partial = directory.parent / f".partial-{directory.name}-{os.getpid()}"
-    if partial.exists():
-        shutil.rmtree(partial)
     partial.mkdir(parents=True)
     sf.write(partial / "audio.wav", rec.audio.T, SAMPLE_RATE, subtype="FLOAT")
     with open(partial / "text.jsonl", "w") as fh:

@@ -38,6 +38,8 @@ def describe(error: jsonschema.ValidationError) -> str:
         return f"{where} = {error.instance!r} is not allowed; choose one of: {', '.join(map(repr, schema['enum']))}"
     if error.validator == "const":
         return f"{where} = {error.instance!r}; it must be {schema['const']!r}"
+    if error.validator in ("anyOf", "oneOf"):
+        return f"{where} = {error.instance!r} is not allowed: {schema.get('description', error.message)}"
     if error.validator == "required":
         return f"{where}: {error.message}"
     desc = schema.get("description")
@@ -58,7 +60,7 @@ def _leaf_errors(errors: list[jsonschema.ValidationError]) -> list[jsonschema.Va
     """Expand the ``allOf``/``if`` wrappers so the message points at the real field."""
     out: list[jsonschema.ValidationError] = []
     for e in errors:
-        if e.context and e.validator in ("allOf", "anyOf", "oneOf"):
+        if e.context and e.validator == "allOf":
             out.extend(_leaf_errors(list(e.context)))
         else:
             out.append(e)

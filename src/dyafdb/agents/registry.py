@@ -21,9 +21,15 @@ ADAPTERS: dict[str, str] = {
 
 def make_agent(adapter: str, params: dict[str, Any] | None = None, model_name: str = "") -> Agent:
     """Build an agent; each class takes ``(params, model_name)`` and loads its model in ``__init__``."""
-    if adapter not in ADAPTERS:
-        raise InputError(f"unknown adapter {adapter!r}; known adapters: {', '.join(sorted(ADAPTERS))}")
-    module_name, class_name = ADAPTERS[adapter].split(":")
-    module = importlib.import_module(module_name)
-    cls = getattr(module, class_name)
+    target = ADAPTERS.get(adapter, adapter if ":" in adapter else None)
+    if target is None:
+        raise InputError(f"unknown adapter {adapter!r}; use one of {', '.join(sorted(ADAPTERS))} or 'package.module:ClassName'")
+    module_name, class_name = target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise InputError(f"adapter {adapter!r}: cannot import {module_name} ({exc}); install that adapter's environment (see envs/)") from None
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        raise InputError(f"adapter {adapter!r}: {module_name} has no class {class_name}")
     return cls(params or {}, model_name or adapter)
