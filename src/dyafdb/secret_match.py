@@ -23,7 +23,8 @@ the other, where
   groups (``"forty four seventy one"``, ``"fourteen oh five"``), or whole
   (``"four thousand four hundred and seventy one"``, ``"forty four hundred seventy one"``,
   ``"a hundred and fourteen"``); the word ``number`` or ``no`` may stand between a word and the
-  number that follows it (``"cottage number fourteen"``).
+  number that follows it (``"cottage number fourteen"``). Numbers of up to 4 digits get every
+  grouping; 5-6 digits are said in pairs or digits; longer codes digit by digit (or as numerals).
 
 Near misses that do not match
 -----------------------------
@@ -215,6 +216,8 @@ def _number_regex(digits: str, last: bool) -> str:
     def rest(i: int, prev_ends: str) -> str | None:
         options: list[str] = []
         for length in range(1, n - i + 1):
+            if n > 8 and 1 < length < n - i:  # long codes: single digits or the rest as one numeral
+                continue
             chunk = digits[i:i + length]
             readings = _chunk_readings(chunk) if length <= max_words else [_Reading(chunk, False, "other")]
             readings = [r for r in readings if not (prev_ends == "tens" and r.starts_unit)]

@@ -1,18 +1,24 @@
 import json
+import os
 import shlex
 from pathlib import Path
 
 from dyafdb.config import validate_config
 from dyafdb.design import build_design
 
+CONFIG_FILES = [str(p) for p in (workflow.overwrite_configfiles or ["config/config.yaml"])]
 # Validate before planning anything: a typo stops here with the key, the value and what is allowed.
-config.update(validate_config(dict(config), " + ".join(map(str, workflow.configfiles)) or "config"))
+config.update(validate_config(dict(config), ", ".join(CONFIG_FILES)))
 
 RESULTS = config["results_dir"]
 SCENARIOS = config["scenarios_dir"]
 # Every command re-reads the same config files, so a job computes exactly what the plan computed.
-CONFIG_ARGS = " ".join(f"--config {shlex.quote(str(p))}" for p in workflow.configfiles)
-DYAFDB = f"dyafdb"
+CONFIG_ARGS = " ".join(f"--config {shlex.quote(p)}" for p in CONFIG_FILES)
+if workflow.config_settings.overwrite_config:  # `--config key=value` on the command line
+    CONFIG_ARGS = f"{CONFIG_ARGS} --override-json {shlex.quote(json.dumps(workflow.config_settings.overwrite_config))}"
+
+# Lint prefers the literal `dyafdb` and `params: cfg=CONFIG_ARGS` in shell commands; kept for older rules.
+DYAFDB = "dyafdb"
 
 CONVERSATIONS = {row.conversation_id: row for row in build_design(config)}
 CONVERSATION_IDS = sorted(CONVERSATIONS)
@@ -57,6 +63,10 @@ def record_params(wildcards):
         },
         sort_keys=True,
     )
+
+
+def recording_meta(wildcards):
+    return f"{RESULTS}/recordings/{wildcards.conversation}/meta.json"
 
 
 def record_resource(key, default, combine=sum):

@@ -1,21 +1,19 @@
 rule design:
     input:
-        scenarios=expand(
-            "{dir}/{archetype}/{scenario}.yaml",
-            zip,
-            dir=[SCENARIOS] * len({(r.archetype, r.scenario) for r in CONVERSATIONS.values()}),
-            archetype=[a for a, s in sorted({(r.archetype, r.scenario) for r in CONVERSATIONS.values()})],
-            scenario=[s for a, s in sorted({(r.archetype, r.scenario) for r in CONVERSATIONS.values()})],
-        ),
+        scenarios=sorted({f"{SCENARIOS}/{r.archetype}/{r.scenario}.yaml" for r in CONVERSATIONS.values()}),
     output:
         f"{RESULTS}/design/conversations.tsv",
+    params:
+        cfg=CONFIG_ARGS,
     log:
         "logs/design.log",
+    conda:
+        "../../envs/dyafdb.yml"
     resources:
         mem_mb=1000,
         runtime=5,
     shell:
-        "{DYAFDB} design {CONFIG_ARGS} --out {output} > {log} 2>&1"
+        "dyafdb design {params.cfg} --out {output} > {log} 2>&1"
 
 
 FINAL_TARGETS.append(f"{RESULTS}/design/conversations.tsv")
