@@ -103,7 +103,8 @@ def _steppers(agents: dict[str, Agent]) -> dict[str, Any]:
         agent = agents[side]
         if hasattr(agent, "begin_step") and hasattr(agent, "end_step"):
             out[side] = _RemoteStepper(agent)
-        elif side == "a":
+        elif side == "a" and getattr(agent, "concurrent_step", True):
+            # Agents whose step is trivial (null, scripted) opt out: a thread handoff would cost more than the step.
             out[side] = _ThreadStepper(agent)
         else:
             out[side] = _InlineStepper(agent)

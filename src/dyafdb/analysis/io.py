@@ -1,0 +1,99 @@
+"""Reading measures tables and writing analysis outputs atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from dyafdb.analysis import columns as C
+from dyafdb.schema_check import InputError
+
+
+def read_measures(paths: Path | str | Iterable[Path | str]) -> pd.DataFrame:
+    """Read one or more measures tables (same columns) into one frame of strings.
+
+    Values stay strings here: a measure's type (label, number, time or "none") is decided where it
+    is used. Only the design columns are typed.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    frames = []
+    for path in map(Path, paths):
+        if not path.exists():
+            raise InputError(f"{path}: measures table not found; run the score stage first (`dyafdb score` / snakemake)")
+        frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, na_filter=False)
+        missing = [c for c in C.REQUIRED_COLUMNS if c not in frame.columns]
+        if missing:
+            raise InputError(
+                f"{path}: measures table lacks column(s) {', '.join(missing)}; "
+                f"expected at least {', '.join(C.REQUIRED_COLUMNS)} (see docs/analysis.md)"
+            )
+        frames.append(frame)
+    if not frames:
+        raise InputError("no measures table given")
+    m = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    for col in C.OPTIONAL_COLUMNS:
+        if col not in m.columns:
+            m[col] = ""
+    try:
+        m[C.WINDOW] = m[C.WINDOW].astype(float)
+    except ValueError as exc:
+        raise InputError(f"measures column {C.WINDOW} must hold numbers ({exc})") from None
+    m[C.SIDE] = m[C.SIDE].str.strip().str.lower()
+    bad = sorted(set(m[C.SIDE]) - {"a", "b"})
+    if bad:
+        raise InputError(f"measures column {C.SIDE} holds {bad!r}; allowed values: 'a', 'b'")
+    m[C.MEASURE] = m[C.MEASURE].str.strip()
+    m[C.JUDGE] = m[C.JUDGE].str.strip()
+    m[C.VALUE] = m[C.VALUE].str.strip()
+    m[C.OPENER] = m[C.OPENER].str.strip().str.lower().isin(C.TRUE_LABELS)
+    return m
+
+
+def _atomic(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_tsv(frame: pd.DataFrame, path: Path | str, index: bool = False) -> None:
+    """TSV with numbers to 6 decimals; NaN written as empty cells."""
+    _atomic(Path(path), lambda tmp: frame.to_csv(tmp, sep="\t", index=index, float_format="%.6g", na_rep=""))
+
+
+def write_text(text: str, path: Path | str) -> None:
+    _atomic(Path(path), lambda tmp: tmp.write_text(text))
+
+
+def write_json(data: Any, path: Path | str) -> None:
+    _atomic(Path(path), lambda tmp: tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=_jsonable) + "\n"))
+
+
+def write_bytes(data: bytes, path: Path | str) -> None:
+    _atomic(Path(path), lambda tmp: tmp.write_bytes(data))
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def read_tsv(path: Path | str) -> pd.DataFrame:
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: table not found; run its analysis rule first")
+    return pd.read_csv(path, sep="\t", keep_default_na=True)

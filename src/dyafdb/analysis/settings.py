@@ -1,0 +1,127 @@
+"""The ``analysis`` config section, resolved against the suite (defaults live here and in the schema)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dyafdb.schema_check import InputError
+
+DEFAULTS: dict[str, Any] = {
+    "bootstrap": 1000,
+    "seed": 0,
+    "ci": 0.95,
+    "main_judge": None,
+    "second_judge": None,
+    "windows_s": [30, 60, 120],
+    "timing_archetypes": ["T1-1", "T1-2"],
+    "human_labels": None,
+    "anchor_rating": 1000.0,
+    "rating_scale": 400.0,
+    "contested": ["T3-1", "T4-1", "T4-2", "T4-3", "T4-4"],
+    "figure_formats": ["png", "pdf"],
+    "dpi": 150,
+}
+
+
+@dataclass
+class Settings:
+    """Everything an analysis product needs besides the measures."""
+
+    models: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    main_window_s: float | None = None
+    bootstrap: int = 1000
+    seed: int = 0
+    ci: float = 0.95
+    main_judge: str | None = None
+    second_judge: str | None = None
+    windows_s: list[float] = field(default_factory=lambda: [30.0, 60.0, 120.0])
+    timing_archetypes: list[str] = field(default_factory=lambda: ["T1-1", "T1-2"])
+    human_labels: Path | None = None
+    reference_models: list[str] = field(default_factory=list)
+    anchor_model: str | None = None
+    anchor_rating: float = 1000.0
+    rating_scale: float = 400.0
+    contested: list[str] = field(default_factory=lambda: ["T3-1", "T4-1", "T4-2", "T4-3", "T4-4"])
+    figure_formats: list[str] = field(default_factory=lambda: ["png", "pdf"])
+    dpi: int = 150
+    demo_quality: bool = False
+
+    def label(self, model: str) -> str:
+        return self.labels.get(model, model)
+
+    def order(self, models) -> list[str]:
+        """Config order first (reference models, then the rest), unknown models after, by name."""
+        present = set(models)
+        known = [m for m in self.models if m in present]
+        return known + sorted(present - set(known))
+
+
+def _judge_names(config: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The judge section's main and second judge, in the shapes it may take (model name or mapping)."""
+    judge = config.get("judge") or {}
+
+    def name(entry: Any) -> str | None:
+        if isinstance(entry, str):
+            return entry
+        if isinstance(entry, dict):
+            for key in ("name", "model"):
+                if isinstance(entry.get(key), str):
+                    return entry[key]
+        return None
+
+    main = name(judge.get("main")) or name(judge.get("main_judge"))
+    second = name(judge.get("second")) or name(judge.get("second_judge"))
+    return main, second
+
+
+def from_config(config: dict[str, Any] | None, root: Path | None = None) -> Settings:
+    """Resolve the ``analysis`` section; ``config`` None gives the defaults (standalone use)."""
+    if not config:
+        return Settings()
+    section = {**DEFAULTS, **(config.get("analysis") or {})}
+    suites = config.get("suites", {})
+    main_suite = section.get("main_suite") or ("main" if "main" in suites else next(iter(suites), None))
+    if section.get("main_suite") and main_suite not in suites:
+        raise InputError(f"analysis.main_suite = {main_suite!r} is not a suite; known suites: {', '.join(suites)}")
+    models: list[str] = []
+    if main_suite:
+        models.extend(suites[main_suite]["models"])
+    for suite in suites.values():
+        models.extend(m for m in suite["models"] if m not in models)
+    window = section.get("main_window_s")
+    if window is None and main_suite:
+        window = float(suites[main_suite]["window_s"])
+    references = list(section.get("reference_models") or (suites[main_suite]["models"] if main_suite else []))
+    known_models = config.get("models", {})
+    for m in references:
+        if m not in known_models:
+            raise InputError(f"analysis.reference_models lists unknown model {m!r}; known models: {', '.join(known_models)}")
+    anchor = section.get("anchor_model") or (references[0] if references else None)
+    if anchor is not None and references and anchor not in references:
+        raise InputError(f"analysis.anchor_model = {anchor!r} must be one of the reference models: {', '.join(references)}")
+    main_judge, second_judge = _judge_names(config)
+    human = section.get("human_labels")
+    return Settings(
+        models=models,
+        labels={m: spec.get("label", m) for m, spec in known_models.items()},
+        main_window_s=float(window) if window is not None else None,
+        bootstrap=int(section["bootstrap"]),
+        seed=int(section["seed"]),
+        ci=float(section["ci"]),
+        main_judge=section.get("main_judge") or main_judge,
+        second_judge=section.get("second_judge") or second_judge,
+        windows_s=[float(w) for w in section["windows_s"]],
+        timing_archetypes=list(section["timing_archetypes"]),
+        human_labels=(Path(root or ".") / human) if human else None,
+        reference_models=references,
+        anchor_model=anchor,
+        anchor_rating=float(section["anchor_rating"]),
+        rating_scale=float(section["rating_scale"]),
+        contested=list(section["contested"]),
+        figure_formats=list(section["figure_formats"]),
+        dpi=int(section["dpi"]),
+        demo_quality=bool(config.get("demo_quality", False)),
+    )
