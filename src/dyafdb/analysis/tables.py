@@ -1,0 +1,138 @@
+"""Score matrices: model (row) against partner (column), per-model averages and the paper's column averages.
+
+Tables 3-5 and Appendix G. A cell is the mean over the runs of that pairing from the row model's
+perspective (runs.py says which sides count). Averages are means of cells, each partner weighted
+equally, as the paper reports them: the row average is the model's score over its pairings; the
+bottom row of an asymmetric archetype averages each column, i.e. the opposing role (avoider,
+defender, payer, buyer). T3-1's averages leave out the pinned self-play cell, which holds no
+information (the paper's T3-1 averages are means of the two cross cells).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from dyafdb.analysis import columns as C
+from dyafdb.analysis.settings import Settings
+
+AVG = "avg"
+
+
+@dataclass
+class Matrix:
+    """One score matrix with its averages; ``to_frame`` is the TSV, ``from_frame`` reads it back."""
+
+    name: str
+    title: str
+    models: list[str]
+    partners: list[str]
+    values: pd.DataFrame  # models x partners
+    n: pd.DataFrame  # runs behind each cell (decided runs for T4-3/T4-4)
+    runs: pd.DataFrame | None = None  # all runs behind each cell when n counts decided runs only
+    row_avg: pd.Series = field(default_factory=pd.Series)
+    column_label: str | None = None
+    column_avg: pd.Series | None = None
+    pinned: set[tuple[str, str]] = field(default_factory=set)
+    note: str = ""
+
+    def to_frame(self) -> pd.DataFrame:
+        rows = []
+        for m in self.models:
+            row = {"row": m, **{p: self.values.loc[m, p] for p in self.partners}, AVG: self.row_avg.get(m, np.nan)}
+            row.update({f"n:{p}": int(self.n.loc[m, p]) for p in self.partners})
+            if self.runs is not None:
+                row.update({f"runs:{p}": int(self.runs.loc[m, p]) for p in self.partners})
+            row["pinned"] = ",".join(p for p in self.partners if (m, p) in self.pinned)
+            rows.append(row)
+        if self.column_avg is not None:
+            rows.append({"row": self.column_label, **{p: self.column_avg.get(p, np.nan) for p in self.partners}})
+        frame = pd.DataFrame(rows)
+        frame.attrs["title"] = self.title
+        return frame
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, name: str = "", title: str = "") -> "Matrix":
+        partners = [c for c in frame.columns if c not in ("row", AVG, "pinned") and ":" not in c]
+        body = frame[frame[f"n:{partners[0]}"].notna()] if partners else frame
+        bottom = frame[frame[f"n:{partners[0]}"].isna()] if partners else frame.iloc[0:0]
+        models = list(body["row"])
+        values = body.set_index("row")[partners].astype(float)
+        n = body.set_index("row")[[f"n:{p}" for p in partners]].set_axis(partners, axis=1).astype(int)
+        runs = None
+        if f"runs:{partners[0]}" in frame.columns if partners else False:
+            runs = body.set_index("row")[[f"runs:{p}" for p in partners]].set_axis(partners, axis=1).astype(int)
+        pinned = {(m, p) for m, s in zip(body["row"], body.get("pinned", pd.Series("", index=body.index)).fillna(""))
+                  for p in str(s).split(",") if p}
+        col_label = col_avg = None
+        if len(bottom):
+            col_label = str(bottom["row"].iloc[0])
+            col_avg = bottom.iloc[0][partners].astype(float)
+        return cls(name=name, title=title, models=models, partners=partners, values=values, n=n, runs=runs,
+                   row_avg=body.set_index("row")[AVG].astype(float), column_label=col_label, column_avg=col_avg,
+                   pinned=pinned)
+
+
+def _order(runs: pd.DataFrame, settings: Settings) -> list[str]:
+    return settings.order(set(runs[C.MODEL]) | set(runs[C.PARTNER]))
+
+
+def cell_frame(runs: pd.DataFrame, indicator: str) -> pd.DataFrame:
+    """Mean and count of ``indicator`` per (model, partner) over runs where it is defined."""
+    valid = runs[runs[indicator].notna()]
+    g = valid.groupby([C.MODEL, C.PARTNER])[indicator]
+    return pd.DataFrame({"mean": g.mean(), "n": g.size()})
+
+
+def _square(cells: pd.DataFrame, col: str, models: list[str], fill) -> pd.DataFrame:
+    wide = cells[col].unstack(C.PARTNER) if len(cells) else pd.DataFrame()
+    return wide.reindex(index=models, columns=models).fillna(fill) if fill is not None else wide.reindex(index=models, columns=models)
+
+
+def score_matrix(runs: pd.DataFrame, task: str, settings: Settings) -> Matrix:
+    """The task-score matrix of one archetype from main-window runs."""
+    task_runs = runs[runs["task"] == task]
+    models = _order(task_runs, settings)
+    cells = cell_frame(task_runs, "score")
+    values = _square(cells, "mean", models, None)
+    n = _square(cells, "n", models, 0).astype(int)
+    runs_n = None
+    if task in C.AMONG_DECIDED:
+        decided = cell_frame(task_runs, "decided")
+        runs_n = _square(decided, "n", models, 0).astype(int)
+    pinned: set[tuple[str, str]] = set()
+    if task in C.PINNED_SELF_PLAY:
+        pinned = {(m, m) for m in models if n.loc[m, m] > 0}
+    average = values.copy()
+    for m, p in pinned:
+        average.loc[m, p] = np.nan
+    row_avg = average.mean(axis=1, skipna=True)
+    column_label = C.COLUMN_ROW_LABEL.get(task)
+    column_avg = average.mean(axis=0, skipna=True) if column_label else None
+    note = ""
+    if task in C.AMONG_DECIDED:
+        note = "cells among decided runs; n = decided runs, runs = all runs"
+    if pinned:
+        note = "self-play pinned at 0.50 (shown in parentheses, left out of the averages)"
+    return Matrix(name=task, title=C.TASK_TITLES.get(task, task), models=models, partners=models, values=values,
+                  n=n, runs=runs_n, row_avg=row_avg, column_label=column_label, column_avg=column_avg,
+                  pinned=pinned, note=note)
+
+
+def turn_taking_matrix(runs: pd.DataFrame, metric: str, settings: Settings,
+                       tasks: tuple[str, ...] = C.MAIN_TASKS) -> Matrix:
+    """A turn-taking metric per pairing, the tasks averaged with equal weight (section 3.2)."""
+    use = runs[runs["task"].isin(tasks) & runs[metric].notna()]
+    models = _order(use, settings)
+    per_task = use.groupby(["task", C.MODEL, C.PARTNER])[metric].mean()
+    cells = per_task.groupby([C.MODEL, C.PARTNER]).mean()
+    n = use.groupby([C.MODEL, C.PARTNER]).size()
+    values = cells.unstack(C.PARTNER).reindex(index=models, columns=models) if len(cells) else pd.DataFrame(index=models, columns=models, dtype=float)
+    counts = n.unstack(C.PARTNER).reindex(index=models, columns=models).fillna(0).astype(int) if len(n) else pd.DataFrame(0, index=models, columns=models)
+    return Matrix(name=metric, title=f"{C.TURN_TAKING_LABELS.get(metric, metric)} (row model against column partner)",
+                  models=models, partners=models, values=values.astype(float), n=counts,
+                  row_avg=values.astype(float).mean(axis=1, skipna=True), column_label="as partner avg",
+                  column_avg=values.astype(float).mean(axis=0, skipna=True),
+                  note="tasks averaged with equal weight; n = conversation sides")
