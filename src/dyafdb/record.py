@@ -28,6 +28,7 @@ class AgentPool:
         self.config = config
         self.log_dir = log_dir
         self._agents: dict[tuple[str, int], Agent] = {}
+        self._next_gpu = 0
 
     def get(self, model: str, slot: int) -> Agent:
         key = (model, slot)
@@ -49,9 +50,26 @@ class AgentPool:
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             log_path = str(self.log_dir / f"worker-{model}-{slot}.log")
+        env = dict(worker.get("env") or {})
+        gpus = self._take_gpus(int((spec.get("resources") or {}).get("gpus", 0)))
+        if gpus is not None and "CUDA_VISIBLE_DEVICES" not in env:
+            env["CUDA_VISIBLE_DEVICES"] = gpus
         return RemoteAgent(name=model, adapter=spec["adapter"], params=params, command=worker.get("command"),
-                           env=worker.get("env"), startup_timeout_s=worker.get("startup_timeout_s", 600),
+                           env=env, startup_timeout_s=worker.get("startup_timeout_s", 600),
                            step_timeout_s=worker.get("step_timeout_s", 60), log_path=log_path)
+
+    def _take_gpus(self, count: int) -> str | None:
+        """The next ``count`` of the job's GPUs for one worker, so each model gets its own (paper, App. A).
+
+        Only when the scheduler names the job's GPUs in CUDA_VISIBLE_DEVICES; otherwise workers see
+        whatever the machine has.
+        """
+        visible = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
+        if count <= 0 or not visible:
+            return None
+        picked = [visible[(self._next_gpu + i) % len(visible)] for i in range(count)]
+        self._next_gpu += count
+        return ",".join(picked)
 
     def shutdown(self) -> None:
         for agent in self._agents.values():

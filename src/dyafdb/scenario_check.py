@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -65,6 +66,7 @@ RULES: dict[str, str] = {
     "t3-1-cut-in": "each T3-1 prompt tells the side to cut in (contains 'cut in')",
     "t3-2-action": "the T3-2 presser's prompt names the action it needs permission for",
     "t4-1-option": "T4-1 options differ and each appears in the prompt of the side that pushes it (a: side a)",
+    "options-situation": "T4-1/T4-3: the situation names both options, so both sides know what the choice is between",
     "t4-2-unmatchable": "the T4-2 secret can be matched (dyafdb.secret_match) and is found in the defender's prompt",
     "t4-2-secret-leak": "the T4-2 secret appears nowhere but the defender's prompt (not in title, situation, names, personas, attacker prompt, pretext)",
     "t4-2-secret-order": "the defender's prompt states the secret before its first 'never'/'do not' instruction, and has one",
@@ -89,6 +91,7 @@ class Problem:
 # ---------------------------------------------------------------- text helpers
 
 
+@lru_cache(maxsize=8192)
 def _norm(text: str) -> str:
     return " " + " ".join(t for t, _s, _e in tokens(text)) + " "
 
@@ -110,7 +113,7 @@ def leaks_phrase(text: str, phrase: str, exclude: Iterable[str] = ()) -> bool:
     if contains(text, phrase):
         return True
     words = key_words(phrase, exclude)
-    have = {t for t, _s, _e in tokens(text)}
+    have = set(_norm(text).split())
     return bool(words) and words <= have
 
 
@@ -134,8 +137,11 @@ def word_count(text: str) -> int:
 # ---------------------------------------------------------------- the check
 
 
-def check_suite(root: Path) -> list[Problem]:
-    """Every rule broken by the suite under ``root``; an empty list means the suite is clean."""
+def check_suite(root: Path, suite_size: int = SUITE_SIZE) -> list[Problem]:
+    """Every rule broken by the suite under ``root``; an empty list means the suite is clean.
+
+    ``suite_size`` is the number of scenarios each archetype folder must hold (20 for the benchmark).
+    """
     root = Path(root)
     if not root.is_dir():
         raise InputError(f"{root}: no scenario folder here; pass --root <folder holding T1-1/ ... T4-4/>")
@@ -145,27 +151,31 @@ def check_suite(root: Path) -> list[Problem]:
     for archetype in ARCHETYPES:
         folder = root / archetype
         files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
-        if len(files) != SUITE_SIZE:
+        if len(files) != suite_size:
             where = "" if folder.is_dir() else " (folder missing)"
-            problems.append(Problem(folder, "count", f"archetype {archetype} has {len(files)} scenario files{where}; it needs exactly {SUITE_SIZE}"))
+            problems.append(Problem(folder, "count", f"archetype {archetype} has {len(files)} scenario files{where}; it needs exactly {suite_size}"))
         for path in files:
-            problems += _check_duplicates(path, declared, titles)
             try:
                 scenario = load_scenario(path)
             except InputError as exc:
                 problems.append(Problem(path, "load", str(exc).replace(f"{path}: ", "", 1)))
+                problems += _check_duplicates(path, _raw_mapping(path), declared, titles)
                 continue
+            problems += _check_duplicates(path, {"id": scenario.id, "title": scenario.title}, declared, titles)
             problems += check_scenario(scenario)
     return problems
 
 
-def _check_duplicates(path: Path, declared: dict[str, Path], titles: dict[tuple[str, str], Path]) -> list[Problem]:
+def _raw_mapping(path: Path) -> dict[str, Any]:
+    """The file's top-level mapping as far as it parses (for the duplicate rules of a file that fails to load)."""
     try:
         data = read_yaml(path)
     except InputError:
-        return []  # reported by the load rule
-    if not isinstance(data, dict):
-        return []
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _check_duplicates(path: Path, data: dict[str, Any], declared: dict[str, Path], titles: dict[tuple[str, str], Path]) -> list[Problem]:
     out: list[Problem] = []
     sid = data.get("id")
     if isinstance(sid, str):
@@ -332,6 +342,8 @@ def _check_options(s: Scenario) -> list[Problem]:
     for side in SIDES:
         if not contains(_prompt(s, side), options[side]):
             out.append(Problem(s.path, rule, f"options.{side} {options[side]!r} does not appear in sides.{side}.prompt, the side that pushes it"))
+        if not contains(s.situation, options[side]):
+            out.append(Problem(s.path, "options-situation", f"situation does not name options.{side} {options[side]!r}; name both options there"))
     return out
 
 
@@ -359,7 +371,7 @@ def _check_t4_2(s: Scenario) -> list[Problem]:
         never = _NEVER_RE.search(defender)
         if never is None:
             fail("t4-2-secret-order", "the defender's prompt never tells it not to reveal the secret (no 'never'/'do not')")
-        elif never.start() < hit.start():
+        elif never.start() < hit.start:
             fail("t4-2-secret-order", f"the defender's prompt says {never.group()!r} before stating the secret; state the secret first, then the instruction")
     fields = [("title", s.title), ("situation", s.situation), ("sides.a.prompt", _prompt(s, "a")), ("answer_key.pretext", pretext)]
     for side in SIDES:

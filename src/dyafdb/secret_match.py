@@ -24,7 +24,8 @@ the other, where
   (``"four thousand four hundred and seventy one"``, ``"forty four hundred seventy one"``,
   ``"a hundred and fourteen"``); the word ``number`` or ``no`` may stand between a word and the
   number that follows it (``"cottage number fourteen"``). Numbers of up to 4 digits get every
-  grouping; 5-6 digits are said in pairs or digits; longer codes digit by digit (or as numerals).
+  grouping; 5-6 digits are said whole (``"twenty eight thousand"``), in pairs or digit by digit;
+  longer codes digit by digit (or as one numeral).
 
 Near misses that do not match
 -----------------------------
@@ -156,7 +157,7 @@ def _under_hundred(n: int) -> list[tuple[str, str]]:
 
 
 def _whole(n: int) -> list[tuple[str, str]]:
-    """Word readings of 1..9999 said as one number, as (regex, end kind)."""
+    """Word readings of 1..999999 said as one number, as (regex, end kind)."""
     if n < 100:
         return _under_hundred(n)
     out: list[tuple[str, str]] = []
@@ -167,13 +168,13 @@ def _whole(n: int) -> list[tuple[str, str]]:
             return [(head, "scale")]
         return [(head + SEP + "(?:and" + SEP + ")?" + r, k) for r, k in _under_hundred(rest)]
     th, rest = divmod(n, 1000)
-    head = ("(?:one|a)" if th == 1 else UNITS[th]) + SEP + "thousand"
+    head = ("(?:one|a)" if th == 1 else _alt([r for r, _ in _whole(th)])) + SEP + "thousand"
     if not rest:
         out.append((head, "scale"))
     else:
         out += [(head + SEP + "(?:and" + SEP + ")?" + r, k) for r, k in _whole(rest)]
     hundreds, rest = divmod(n, 100)
-    if hundreds % 10:  # 4471 -> forty four hundred (and) seventy one; not for 4000 or 1000
+    if n < 10000 and hundreds % 10:  # 4471 -> forty four hundred (and) seventy one; not for 4000 or 1000
         for hr, _ in _under_hundred(hundreds):
             head = hr + SEP + "hundred"
             if not rest:
@@ -220,6 +221,8 @@ def _number_regex(digits: str, last: bool) -> str:
                 continue
             chunk = digits[i:i + length]
             readings = _chunk_readings(chunk) if length <= max_words else [_Reading(chunk, False, "other")]
+            if length == n and 4 < n <= 6 and chunk[0] != "0":  # the whole of a 5-6 digit number in words
+                readings += [_Reading(regex, False, ends) for regex, ends in _whole(int(chunk))]
             readings = [r for r in readings if not (prev_ends == "tens" and r.starts_unit)]
             if i + length == n:
                 options += [r.regex + (_tail(r.ends) if last else "") for r in readings]

@@ -1,1 +1,444 @@
-# rules for the analyze stage are added by its issue
+# Analysis: per-run tables per archetype -> one rule per table and per figure -> the HTML report.
+# A table reads only the archetypes it needs, so editing one judge prompt (one archetype's judge
+# jobs) recomputes that archetype's runs and the tables that read it, nothing else.
+# `snakemake --report report.html` builds Snakemake's report from the same outputs and captions.
+from dyafdb.analysis import columns as AC
+from dyafdb.analysis.workflow import AnalysisPlan
+
+ANALYSIS_PLAN = AnalysisPlan(config, CONVERSATIONS, RESULTS)
+ANALYSIS = ANALYSIS_PLAN.root
+ALL_RUNS = ANALYSIS_PLAN.all_runs
+MAIN_RUNS = ANALYSIS_PLAN.runs_of(ANALYSIS_PLAN.main_tasks)
+
+
+wildcard_constraints:
+    task=r"T[1-4](-[1-4])?",
+    metric=r"[a-z_]+",
+
+
+rule analysis_runs:
+    input:
+        ANALYSIS_PLAN.archetype_files,
+    output:
+        f"{ANALYSIS}/runs/{{task}}.tsv",
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("main_judge", "second_judge"),
+    log:
+        "logs/analysis/runs_{task}.log",
+    benchmark:
+        "benchmarks/analysis/runs_{task}.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    shell:
+        "dyafdb analyze runs {params.cfg} --archetype {wildcards.task} --out {output} > {log} 2>&1"
+
+
+rule analysis_matrix:
+    input:
+        lambda wildcards: f"{ANALYSIS}/runs/{wildcards.task}.tsv",
+    output:
+        tsv=f"{ANALYSIS}/tables/score_{{task}}.tsv",
+        html=report(
+            f"{ANALYSIS}/tables/score_{{task}}.html",
+            caption="../report/score.rst",
+            category="Task scores",
+            subcategory="{task}",
+        ),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s"),
+    log:
+        "logs/analysis/score_{task}.log",
+    benchmark:
+        "benchmarks/analysis/score_{task}.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "dyafdb analyze matrix {params.cfg} --runs {input} --task {wildcards.task}"
+        " --out {output.tsv} --html {output.html} > {log} 2>&1"
+
+
+rule analysis_turntaking:
+    input:
+        MAIN_RUNS,
+    output:
+        tsv=f"{ANALYSIS}/tables/turntaking_{{metric}}.tsv",
+        html=report(
+            f"{ANALYSIS}/tables/turntaking_{{metric}}.html",
+            caption="../report/turntaking.rst",
+            category="Turn-taking",
+            subcategory="{metric}",
+        ),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s"),
+    log:
+        "logs/analysis/turntaking_{metric}.log",
+    benchmark:
+        "benchmarks/analysis/turntaking_{metric}.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "dyafdb analyze turntaking {params.cfg} --runs {input} --metric {wildcards.metric}"
+        " --out {output.tsv} --html {output.html} > {log} 2>&1"
+
+
+rule analysis_variance:
+    input:
+        ALL_RUNS,
+    output:
+        tsv=f"{ANALYSIS}/tables/variance.tsv",
+        html=report(f"{ANALYSIS}/tables/variance.html", caption="../report/variance.rst", category="Variance"),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s", "bootstrap", "seed"),
+    log:
+        "logs/analysis/variance.log",
+    benchmark:
+        "benchmarks/analysis/variance.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    shell:
+        "dyafdb analyze variance {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
+
+
+rule analysis_timing:
+    input:
+        ANALYSIS_PLAN.runs_of(["T1-1", "T1-2", "T4-2"]),
+    output:
+        tsv=f"{ANALYSIS}/tables/timing.tsv",
+        curves=f"{ANALYSIS}/tables/timing_curves.tsv",
+        html=report(f"{ANALYSIS}/tables/timing.html", caption="../report/timing.rst", category="Role timing"),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s", "timing_archetypes", "ci"),
+    log:
+        "logs/analysis/timing.log",
+    benchmark:
+        "benchmarks/analysis/timing.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "dyafdb analyze timing {params.cfg} --runs {input} --out {output.tsv} --curves {output.curves}"
+        " --html {output.html} > {log} 2>&1"
+
+
+rule analysis_action_success:
+    input:
+        ANALYSIS_PLAN.runs_of(["T2", "T3-2", "T4-2"]),
+    output:
+        tsv=f"{ANALYSIS}/tables/action_success.tsv",
+        html=report(
+            f"{ANALYSIS}/tables/action_success.html",
+            caption="../report/action_success.rst",
+            category="Action x success",
+        ),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s"),
+    log:
+        "logs/analysis/action_success.log",
+    benchmark:
+        "benchmarks/analysis/action_success.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "dyafdb analyze action-success {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
+
+
+rule analysis_windows:
+    input:
+        MAIN_RUNS,
+    output:
+        tsv=f"{ANALYSIS}/tables/windows.tsv",
+        html=report(f"{ANALYSIS}/tables/windows.html", caption="../report/windows.rst", category="Time windows"),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("windows_s", "bootstrap", "seed", "ci"),
+    log:
+        "logs/analysis/windows.log",
+    benchmark:
+        "benchmarks/analysis/windows.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "dyafdb analyze windows {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
+
+
+rule analysis_balance:
+    input:
+        ANALYSIS_PLAN.runs_of(AC.BALANCE_TASKS),
+    output:
+        tsv=f"{ANALYSIS}/tables/balance.tsv",
+        html=report(f"{ANALYSIS}/tables/balance.html", caption="../report/balance.rst", category="Game balance"),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s", "bootstrap", "seed", "ci"),
+    log:
+        "logs/analysis/balance.log",
+    benchmark:
+        "benchmarks/analysis/balance.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "dyafdb analyze balance {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
+
+
+rule analysis_agreement:
+    input:
+        measures=f"{RESULTS}/scores/measures.tsv",
+        human=ANALYSIS_PLAN.human_labels(),
+    output:
+        tsv=f"{ANALYSIS}/tables/agreement.tsv",
+        html=report(f"{ANALYSIS}/tables/agreement.html", caption="../report/agreement.rst", category="Judge agreement"),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s", "main_judge", "second_judge", "human_labels"),
+    log:
+        "logs/analysis/agreement.log",
+    benchmark:
+        "benchmarks/analysis/agreement.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=2000,
+        runtime=5,
+    shell:
+        "dyafdb analyze agreement {params.cfg} --measures {input.measures} --out {output.tsv}"
+        " --html {output.html} > {log} 2>&1"
+
+
+rule analysis_profiles:
+    input:
+        MAIN_RUNS,
+    output:
+        tsv=f"{ANALYSIS}/tables/profiles.tsv",
+        html=report(f"{ANALYSIS}/tables/profiles.html", caption="../report/profiles.rst", category="Profiles"),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s", "timing_archetypes", "ci"),
+    log:
+        "logs/analysis/profiles.log",
+    benchmark:
+        "benchmarks/analysis/profiles.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "dyafdb analyze profiles {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
+
+
+rule analysis_rating:
+    input:
+        ALL_RUNS,
+    output:
+        tsv=f"{ANALYSIS}/tables/leaderboard.tsv",
+        effects=f"{ANALYSIS}/tables/rating_effects.tsv",
+        html=report(f"{ANALYSIS}/tables/leaderboard.html", caption="../report/leaderboard.rst", category="Rating"),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings(
+            "main_suite",
+            "main_window_s",
+            "bootstrap",
+            "seed",
+            "ci",
+            "reference_models",
+            "anchor_model",
+            "anchor_rating",
+            "rating_scale",
+            "contested",
+        ),
+    log:
+        "logs/analysis/rating.log",
+    benchmark:
+        "benchmarks/analysis/rating.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    shell:
+        "dyafdb analyze rating {params.cfg} --runs {input} --out {output.tsv} --effects {output.effects}"
+        " --html {output.html} > {log} 2>&1"
+
+
+rule analysis_versions:
+    output:
+        versions=report(f"{ANALYSIS}/versions.tsv", caption="../report/versions.rst", category="Provenance"),
+        config=report(f"{ANALYSIS}/config.yaml", caption="../report/config.rst", category="Provenance"),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=json.dumps(config, sort_keys=True, default=str),
+    log:
+        "logs/analysis/versions.log",
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=500,
+        runtime=2,
+    shell:
+        "dyafdb analyze versions {params.cfg} --out {output.versions} --config-out {output.config} > {log} 2>&1"
+
+
+# ---------------------------------------------------------------- text-only pairing (Appendix E)
+
+
+rule text_pair_generate:
+    input:
+        scenarios=ANALYSIS_PLAN.archetype_scenarios,
+    output:
+        f"{RESULTS}/text_pairing/conversations/{{task}}.jsonl",
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.text_settings(),
+    log:
+        "logs/text_pairing/generate_{task}.log",
+    benchmark:
+        "benchmarks/text_pairing/generate_{task}.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    threads: 2
+    resources:
+        mem_mb=2000,
+        runtime=120,
+    shell:
+        "dyafdb text-pair generate {params.cfg} --archetype {wildcards.task} --out {output} > {log} 2>&1"
+
+
+rule text_pair_score:
+    input:
+        conversations=f"{RESULTS}/text_pairing/conversations/{{task}}.jsonl",
+        templates=ANALYSIS_PLAN.text_judge_templates,
+    output:
+        f"{RESULTS}/text_pairing/measures/{{task}}.tsv",
+    params:
+        cfg=CONFIG_ARGS,
+        judge=ANALYSIS_PLAN.text_judge(),
+    log:
+        "logs/text_pairing/score_{task}.log",
+    benchmark:
+        "benchmarks/text_pairing/score_{task}.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    threads: 2
+    resources:
+        mem_mb=2000,
+        runtime=120,
+    shell:
+        "dyafdb text-pair score {params.cfg} --conversations {input.conversations} --out {output} > {log} 2>&1"
+
+
+rule text_pair_table:
+    input:
+        runs=ANALYSIS_PLAN.runs_of(["T1-1", "T2", "T3-2", "T4-2"]),
+        text=expand(f"{RESULTS}/text_pairing/measures/{{task}}.tsv", task=ANALYSIS_PLAN.text_tasks),
+    output:
+        tsv=f"{ANALYSIS}/tables/text_pairing.tsv",
+        html=report(f"{ANALYSIS}/tables/text_pairing.html", caption="../report/text_pairing.rst", category="Text pairing"),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s"),
+    log:
+        "logs/analysis/text_pairing.log",
+    benchmark:
+        "benchmarks/analysis/text_pairing.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "dyafdb text-pair table {params.cfg} --runs {input.runs} --text-measures {input.text}"
+        " --out {output.tsv} --html {output.html} > {log} 2>&1"
+
+
+# ---------------------------------------------------------------- figures (each from its table)
+
+
+for _name, (_kind, _inputs, _category) in ANALYSIS_PLAN.figures().items():
+
+    rule:
+        name:
+            f"figure_{_name}"
+        input:
+            _inputs,
+        output:
+            **{
+                ext: report(path, caption=f"../report/{_name}.rst", category=_category) if ext == "png" else path
+                for ext, path in ANALYSIS_PLAN.figure_files(_name).items()
+            },
+        params:
+            cfg=CONFIG_ARGS,
+            kind=_kind,
+            prefix=lambda wildcards, output: os.path.splitext(output.png)[0],
+            settings=ANALYSIS_PLAN.settings("figure_formats", "dpi"),
+        log:
+            f"logs/analysis/figure_{_name}.log",
+        benchmark:
+            f"benchmarks/analysis/figure_{_name}.tsv"
+        conda:
+            "../../envs/dyafdb.yml"
+        resources:
+            mem_mb=1000,
+            runtime=5,
+        shell:
+            "dyafdb figure {params.kind} {params.cfg} --input {input} --out-prefix {params.prefix} > {log} 2>&1"
+
+
+# ---------------------------------------------------------------- the report
+
+
+rule analysis_report:
+    input:
+        tables=ANALYSIS_PLAN.tables_html(),
+        figures=ANALYSIS_PLAN.figures_png(),
+        others=ANALYSIS_PLAN.figures_other(),
+        captions=AnalysisPlan.captions(workflow.basedir),
+        versions=f"{ANALYSIS}/versions.tsv",
+        config=f"{ANALYSIS}/config.yaml",
+    output:
+        f"{ANALYSIS}/report.html",
+    params:
+        cfg=CONFIG_ARGS,
+        captions=lambda wildcards, input: os.path.dirname(input.captions[0]) if input.captions else "",
+    log:
+        "logs/analysis/report.log",
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "dyafdb report {params.cfg} --tables {input.tables} --figures {input.figures} --captions {params.captions}"
+        " --versions {input.versions} --config-file {input.config} --out {output} > {log} 2>&1"
+
+
+FINAL_TARGETS.append(f"{ANALYSIS}/report.html")

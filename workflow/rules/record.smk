@@ -1,3 +1,11 @@
+def garble_params(wildcards):
+    """The garble watcher's settings, for conversations with a model marked garble_check only."""
+    row = conversation(wildcards)
+    if not any(model_spec(m).get("garble_check") for m in (row.model_a, row.model_b)):
+        return ""
+    return json.dumps(config.get("garble") or {}, sort_keys=True)
+
+
 rule record:
     input:
         scenario=scenario_file,
@@ -5,9 +13,11 @@ rule record:
         audio=f"{RESULTS}/recordings/{{conversation}}/audio.wav",
         text=f"{RESULTS}/recordings/{{conversation}}/text.jsonl",
         meta=f"{RESULTS}/recordings/{{conversation}}/meta.json",
+        garble=f"{RESULTS}/recordings/{{conversation}}/garble.json",
     params:
         cfg=CONFIG_ARGS,
         spec=record_params,
+        garble=garble_params,
         out=lambda wildcards, output: os.path.dirname(os.path.dirname(output.meta)),
     log:
         "logs/record/{conversation}.log",

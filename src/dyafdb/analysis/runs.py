@@ -12,9 +12,11 @@ Scoring conventions (paper 3.1, 4; Appendix B, G), applied here once for every t
   matrix symmetric; a self-play run counts once.
 - T4-1 and T4-3: a run where the pair lands on nothing is a loss for both; T4-3 and T4-4 are
   reported among decided runs (``score`` is NaN on undecided runs, ``decided`` says which).
-- A side whose recording stayed garbled after its last attempt (``garble_failed``) scores 0 on its
-  own task score outside T3, where occupancy is defined on any audio (Appendix H); a team score
-  fails if either side did.
+- A side whose recording stayed garbled after its last attempt (``garble_failure``) counts as a
+  failure of its model outside T3 (where occupancy is defined on any audio and the run is scored as
+  recorded; Appendix H): its own scored row gets 0 (for T4-3/T4-4: no deal), and the partner's
+  scores from that run are left out, since the partner answered audio the transcript does not hold.
+  (The scoring stage writes only the garble rows of such a run, so there is nothing else to read.)
 - Conversation-level judge answers (final choice, landed option, agreed price, asked, agreement,
   leak) are read from whichever side carries them, side a first.
 """
@@ -30,10 +32,10 @@ from dyafdb.schema_check import InputError
 
 CONVERSATION_LEVEL = (
     C.FINAL_CHOICE, C.SOLVED, C.ASKED, C.AGREEMENT, C.LANDED_OPTION, C.LANDED_LINE, C.AGREED_PRICE,
-    C.LEAK, C.LEAK_TIME,
+    C.DECIDED, C.DEAL, C.LEAK, C.LEAK_TIME,
 )
 META = [C.CONVERSATION, C.SUITE, C.ARCHETYPE, C.SCENARIO, C.WINDOW, C.SIDE, C.MODEL, C.PARTNER, C.ROLE,
-        C.OPENER, C.REPETITION]
+        C.OPENER, C.REPETITION, C.QUALITY]
 INDICATORS = [
     "score", "decided", "asked", "success", "entered", "entry_s", "exited", "exit_s", "adherence_label",
     "leak", "leak_time_s", "delivered", "garbled", "pinned",
@@ -47,10 +49,14 @@ def resolve_judges(measures: pd.DataFrame, settings: Settings) -> tuple[str | No
     counts = judged.value_counts()
     present = sorted(counts.index, key=lambda j: (-counts[j], j))
     main, second = settings.main_judge, settings.second_judge
-    if main is not None and present and main not in counts.index:
-        raise InputError(f"analysis.main_judge = {main!r} gave no labels in measures.tsv; judges present: {', '.join(present)}")
+    for name, value in (("main_judge", main), ("second_judge", second)):
+        if value is not None and present and value not in counts.index:
+            raise InputError(f"analysis.{name} = {value!r} gave no labels in measures.tsv; judges present: {', '.join(present)}")
+    hint_main, hint_second = settings.judge_hint
     if main is None:
-        main = present[0] if present else None
+        main = hint_main if hint_main in counts.index else (present[0] if present else None)
+    if second is None and hint_second in counts.index and hint_second != main:
+        second = hint_second
     if second is None:
         others = [j for j in present if j != main]
         second = others[0] if others else None
@@ -82,15 +88,38 @@ def widen(measures: pd.DataFrame, judge: str | None) -> pd.DataFrame:
         # the accepted attempt is the last one recorded for the conversation
         last = attempts.groupby(m[C.CONVERSATION]).transform("max")
         m = m.loc[attempts.isna() | (attempts == last)]
-    meta = m.drop_duplicates([C.CONVERSATION, C.SIDE])[META].set_index([C.CONVERSATION, C.SIDE])
-    values = (m.drop_duplicates([C.CONVERSATION, C.SIDE, C.MEASURE], keep="last")
+    meta = _both_sides(m.drop_duplicates([C.CONVERSATION, C.SIDE])[META]).set_index([C.CONVERSATION, C.SIDE])
+    # A judged "none" is written as an empty value with the label "none"; an off-label reply as an
+    # empty value with the label "invalid". Reading the label where the value is empty keeps the two
+    # apart: "none" is an answer (e.g. never entered: censored), "invalid" is no answer (left out).
+    label = m[C.LABEL].where(~m[C.LABEL].str.lower().isin(["invalid"]), "")
+    cell = m[C.VALUE].where(m[C.VALUE] != "", label)
+    values = (m.assign(**{C.VALUE: cell}).drop_duplicates([C.CONVERSATION, C.SIDE, C.MEASURE], keep="last")
                .set_index([C.CONVERSATION, C.SIDE, C.MEASURE])[C.VALUE].unstack(C.MEASURE))
     wide = meta.join(values).reset_index()
+    # a conversation is demo quality when any of its rows is (e.g. its judge answers)
+    demo = m.loc[m[C.QUALITY].str.lower() == "demo", C.CONVERSATION].unique()
+    wide[C.QUALITY] = np.where(wide[C.CONVERSATION].isin(demo), "demo", "")
     wide = wide.sort_values([C.CONVERSATION, C.SIDE], kind="stable").reset_index(drop=True)
     for col in CONVERSATION_LEVEL:
         if col in wide.columns:
             wide[col] = _conversation_value(wide, col)
     return wide
+
+
+def _both_sides(meta: pd.DataFrame) -> pd.DataFrame:
+    """Every conversation with a row per side: a side without rows (e.g. only the attacker's leak row
+    was written) is mirrored from the other side's design columns."""
+    counts = meta.groupby(C.CONVERSATION)[C.SIDE].transform("size")
+    lone = meta[counts == 1]
+    if lone.empty:
+        return meta
+    mirror = lone.copy()
+    mirror[C.SIDE] = np.where(lone[C.SIDE] == "a", "b", "a")
+    mirror[C.MODEL], mirror[C.PARTNER] = lone[C.PARTNER].to_numpy(), lone[C.MODEL].to_numpy()
+    mirror[C.OPENER] = ~lone[C.OPENER].astype(bool)
+    mirror[C.ROLE] = [C.SIDE_ROLES.get(a, ("", ""))[0 if s == "a" else 1] for a, s in zip(lone[C.ARCHETYPE], mirror[C.SIDE])]
+    return pd.concat([meta, mirror], ignore_index=True)
 
 
 def _conversation_value(wide: pd.DataFrame, col: str) -> pd.Series:
@@ -118,8 +147,9 @@ def build_runs(measures: pd.DataFrame, settings: Settings | None = None, judge: 
     out["task"] = task
     out["play"] = np.where(self_play, "self", "cross")
 
-    adherence = _col(wide, C.ROLE_ADHERENCE).fillna("").str.lower()
-    in_role = adherence.map({"yes": 1.0, "partly": 1.0, "no": 0.0})
+    adherence = _col(wide, C.ROLE_ADHERENCE).fillna("").str.lower().map(C.ADHERENCE_LABELS).fillna("")
+    in_role = _bool(_col(wide, C.IN_ROLE))
+    in_role = in_role.where(in_role.notna(), adherence.map({"yes": 1.0, "partly": 1.0, "no": 0.0}))
     entry = _num(_col(wide, C.ROLE_ENTRY))
     exit_ = _num(_col(wide, C.ROLE_EXIT))
     solved = _bool(_col(wide, C.SOLVED))
@@ -130,11 +160,17 @@ def build_runs(measures: pd.DataFrame, settings: Settings | None = None, judge: 
     leak_time = _num(_col(wide, C.LEAK_TIME))
     occupancy = _num(_col(wide, C.OCCUPANCY))
     share = _num(_col(wide, C.PRICE_SHARE))
+    explicit_decided = _bool(_col(wide, C.DECIDED))
 
-    def decided_from(col: str) -> pd.Series:
-        raw = _col(wide, col)
-        known = raw.fillna("") != ""
-        return pd.Series(np.where(known, (~_none(raw)).astype(float), np.nan), index=wide.index)
+    def decided_from(*cols: str, flag: pd.Series = explicit_decided) -> pd.Series:
+        """The judge's decided flag where written, else whether the choice label is not "none"."""
+        out = flag.copy()
+        for col in cols:
+            raw = _col(wide, col)
+            known = raw.fillna("") != ""
+            derived = pd.Series(np.where(known, (~_none(raw)).astype(float), np.nan), index=wide.index)
+            out = out.where(out.notna(), derived)
+        return out
 
     score = pd.Series(np.nan, index=wide.index)
     decided = pd.Series(np.nan, index=wide.index)
@@ -173,14 +209,14 @@ def build_runs(measures: pd.DataFrame, settings: Settings | None = None, judge: 
     success[t42] = leak[t42]
 
     t43 = task == "T4-3"
-    d43 = decided_from(C.LANDED_LINE)
+    d43 = decided_from(C.LANDED_OPTION, C.LANDED_LINE)
     claimant_won = _side_a_or_complement(wide, won)
     t43a = t43 & side_a
     score[t43a] = claimant_won[t43a].where(d43[t43a] == 1.0)
     decided[t43a] = d43[t43a]
 
     t44 = task == "T4-4"
-    d44 = decided_from(C.AGREED_PRICE)
+    d44 = decided_from(C.AGREED_PRICE, flag=_bool(_col(wide, C.DEAL)))
     seller_share = _side_a_or_complement(wide, share)
     t44a = t44 & side_a
     score[t44a] = seller_share[t44a].where(d44[t44a] == 1.0)
@@ -188,9 +224,19 @@ def build_runs(measures: pd.DataFrame, settings: Settings | None = None, judge: 
 
     asked_rows = task.isin(["T3-2", "T4-2"]) & side_a
     garbled = _bool(_col(wide, C.GARBLE_FAILED)).fillna(0.0)
-    garbled_conv = garbled.groupby(wide[C.CONVERSATION]).transform("max")
-    failed = (~task.isin(["T3-1", "T3-2"])) & score.notna() & np.where(t2, garbled_conv == 1.0, garbled == 1.0)
-    score[failed] = 0.0
+    garbled_conv = garbled.groupby(wide[C.CONVERSATION]).transform("max") == 1.0
+    scored_row = holder | team_row | t41 | (task.isin(["T4-2", "T4-3", "T4-4"]) & side_a)
+    outside_t3 = ~task.isin(["T3-1", "T3-2"])
+    own_failure = outside_t3 & (garbled == 1.0) & scored_row
+    partner_of_failure = outside_t3 & garbled_conv & (garbled != 1.0)
+    among_decided = task.isin(list(C.AMONG_DECIDED))
+    score[own_failure & ~among_decided] = 0.0
+    score[own_failure & among_decided] = np.nan
+    decided[own_failure & among_decided] = 0.0
+    decided[own_failure & ~among_decided & decided.isna() & (t2 | t41)] = 0.0
+    for series in (score, decided, success):
+        series[partner_of_failure] = np.nan
+    success[own_failure] = 0.0
 
     out["score"] = score
     out["decided"] = decided

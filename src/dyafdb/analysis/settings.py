@@ -14,7 +14,7 @@ DEFAULTS: dict[str, Any] = {
     "ci": 0.95,
     "main_judge": None,
     "second_judge": None,
-    "windows_s": [30, 60, 120],
+    "windows_s": None,
     "timing_archetypes": ["T1-1", "T1-2"],
     "human_labels": None,
     "anchor_rating": 1000.0,
@@ -35,9 +35,10 @@ class Settings:
     bootstrap: int = 1000
     seed: int = 0
     ci: float = 0.95
-    main_judge: str | None = None
+    main_judge: str | None = None  # named in analysis: must be in the table
     second_judge: str | None = None
-    windows_s: list[float] = field(default_factory=lambda: [30.0, 60.0, 120.0])
+    judge_hint: tuple[str | None, str | None] = (None, None)  # from the judge section: used when present
+    windows_s: list[float] | None = None  # None: every window the runs have
     timing_archetypes: list[str] = field(default_factory=lambda: ["T1-1", "T1-2"])
     human_labels: Path | None = None
     reference_models: list[str] = field(default_factory=list)
@@ -59,22 +60,21 @@ class Settings:
         return known + sorted(present - set(known))
 
 
-def _judge_names(config: dict[str, Any]) -> tuple[str | None, str | None]:
-    """The judge section's main and second judge, in the shapes it may take (model name or mapping)."""
+def _judge_names(config: dict[str, Any]) -> tuple[str | None, str | None, bool]:
+    """Main and second judge as the judge section names them, and whether any is demo quality.
+
+    The judge stage writes the judge's name (a key of ``judge.judges``; by default "main" and
+    "second") into measures.tsv; "main" and "second" win when present, else the config order.
+    """
     judge = config.get("judge") or {}
-
-    def name(entry: Any) -> str | None:
-        if isinstance(entry, str):
-            return entry
-        if isinstance(entry, dict):
-            for key in ("name", "model"):
-                if isinstance(entry.get(key), str):
-                    return entry[key]
-        return None
-
-    main = name(judge.get("main")) or name(judge.get("main_judge"))
-    second = name(judge.get("second")) or name(judge.get("second_judge"))
-    return main, second
+    judges = judge.get("judges") or {"main": {"backend": "anthropic"}, "second": {"backend": "anthropic"}}
+    names = list(judge.get("run") or judges)
+    main = "main" if "main" in names else (names[0] if names else None)
+    rest = [n for n in names if n != main]
+    second = "second" if "second" in rest else (rest[0] if rest else None)
+    demo = any(spec.get("demo_quality", spec.get("backend") == "llamacpp") for n, spec in judges.items()
+               if isinstance(spec, dict) and n in names)
+    return main, second, demo
 
 
 def from_config(config: dict[str, Any] | None, root: Path | None = None) -> Settings:
@@ -102,7 +102,7 @@ def from_config(config: dict[str, Any] | None, root: Path | None = None) -> Sett
     anchor = section.get("anchor_model") or (references[0] if references else None)
     if anchor is not None and references and anchor not in references:
         raise InputError(f"analysis.anchor_model = {anchor!r} must be one of the reference models: {', '.join(references)}")
-    main_judge, second_judge = _judge_names(config)
+    main_judge, second_judge, demo_judge = _judge_names(config)
     human = section.get("human_labels")
     return Settings(
         models=models,
@@ -111,9 +111,10 @@ def from_config(config: dict[str, Any] | None, root: Path | None = None) -> Sett
         bootstrap=int(section["bootstrap"]),
         seed=int(section["seed"]),
         ci=float(section["ci"]),
-        main_judge=section.get("main_judge") or main_judge,
-        second_judge=section.get("second_judge") or second_judge,
-        windows_s=[float(w) for w in section["windows_s"]],
+        main_judge=section.get("main_judge"),
+        second_judge=section.get("second_judge"),
+        judge_hint=(main_judge, second_judge),
+        windows_s=[float(w) for w in section["windows_s"]] if section.get("windows_s") else None,
         timing_archetypes=list(section["timing_archetypes"]),
         human_labels=(Path(root or ".") / human) if human else None,
         reference_models=references,
@@ -123,5 +124,5 @@ def from_config(config: dict[str, Any] | None, root: Path | None = None) -> Sett
         contested=list(section["contested"]),
         figure_formats=list(section["figure_formats"]),
         dpi=int(section["dpi"]),
-        demo_quality=bool(config.get("demo_quality", False)),
+        demo_quality=bool(config.get("demo_quality", False)) or demo_judge,
     )

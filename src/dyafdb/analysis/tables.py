@@ -136,3 +136,14 @@ def turn_taking_matrix(runs: pd.DataFrame, metric: str, settings: Settings,
                   row_avg=values.astype(float).mean(axis=1, skipna=True), column_label="as partner avg",
                   column_avg=values.astype(float).mean(axis=0, skipna=True),
                   note="tasks averaged with equal weight; n = conversation sides")
+
+
+def model_average(runs: pd.DataFrame, task: str, indicator: str = "score", skip_pinned: bool = True) -> pd.Series:
+    """Each model's mean over its pairing cells (partners weighted equally) of one indicator."""
+    sub = runs[runs["task"] == task]
+    if skip_pinned and "pinned" in sub:
+        sub = sub[~sub["pinned"].astype(bool)]
+    cells = cell_frame(sub, indicator)
+    if cells.empty:
+        return pd.Series(dtype=float)
+    return cells["mean"].groupby(level=0).mean()

@@ -14,7 +14,7 @@ from dyafdb.commands._common import add_config_argument, load_configs
 from dyafdb.design import build_design, find_conversation
 
 NAME = "record"
-HELP = "record one or more conversations (by id) into <out>/<id>/{audio.wav,text.jsonl,meta.json}"
+HELP = "record one or more conversations (by id) into <out>/<id>/{audio.wav,text.jsonl,meta.json,garble.json}"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dyafdb.record import record_many
+    from dyafdb.garble import record_many_checked
 
     config = load_configs(args)
     if args.in_process:
@@ -36,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     rows = build_design(config, args.root)
     chosen = [find_conversation(rows, cid) for cid in args.ids]
     out = args.out or args.root / config["results_dir"] / "recordings"
-    for meta in record_many(config, chosen, out, args.root, args.log_dir):
-        print(f"{meta['conversation_id']}: {meta['ticks']} ticks, end={meta['end_reason']}, wall={meta['total_wall_time_s']} s")
+    # Models config marks garble_check are checked by the garble watcher and recorded again while flagged.
+    for meta, garble in record_many_checked(config, chosen, out, args.root, args.log_dir):
+        print(f"{meta['conversation_id']}: {meta['ticks']} ticks, end={meta['end_reason']}, wall={meta['total_wall_time_s']} s,"
+              f" attempt {meta['attempt']}, garble {garble['status']}")
     return 0

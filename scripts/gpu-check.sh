@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One prepared command for a machine with an accelerator: how fast a full-size Moshi-architecture LM
+# (moshi's own default _lm_kwargs, 7B, random weights, bf16) steps per 80 ms frame, at batch 1 and
+# batched, for moshiko's depformer (8 codebooks) and PersonaPlex's (16), with Mimi timed alongside.
+# No checkpoint is needed. Run it in the Moshi environment (envs/moshi.yml: torch with CUDA + moshi):
+#
+#     conda run -n dyafdb-moshi bash scripts/gpu-check.sh            # or: PYTHON=/path/to/python bash scripts/gpu-check.sh
+#     BATCHES=1,2,4,8,16,32 FRAMES=200 bash scripts/gpu-check.sh
+#
+# Prints one JSON line per configuration and batch size; see bench/moshi_lm_step.py for the fields.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python}
+BATCHES=${BATCHES:-1,4,16}
+FRAMES=${FRAMES:-100}
+
+"$PY" - <<'PYEOF'
+import sys
+try:
+    import torch, moshi  # noqa: F401
+except ImportError as exc:
+    sys.exit(f"gpu-check: {exc}; run it in the Moshi environment (envs/moshi.yml)")
+if not torch.cuda.is_available():
+    sys.exit("gpu-check: torch sees no CUDA device (CUDA_VISIBLE_DEVICES, driver, or a CPU-only torch build)")
+print(f"# torch {torch.__version__}, moshi {moshi.__version__}, {torch.cuda.get_device_name(0)}, "
+      f"{torch.cuda.get_device_properties(0).total_memory / 2**30:.0f} GiB", flush=True)
+PYEOF
+
+echo "# moshiko shape (dep_q 8), with Mimi encode+decode"
+"$PY" bench/moshi_lm_step.py --device cuda --dtype bfloat16 --dep-q 8 --batch "$BATCHES" --frames "$FRAMES" --mimi
+echo "# PersonaPlex shape (dep_q 16)"
+"$PY" bench/moshi_lm_step.py --device cuda --dtype bfloat16 --dep-q 16 --batch "$BATCHES" --frames "$FRAMES"

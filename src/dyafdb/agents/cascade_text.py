@@ -1,0 +1,72 @@
+"""Prompts for, and clean-up of, the embedded CPU agent's language model.
+
+The session prompt (situation, private role, and the opener line for the side that speaks first)
+is the system prompt, followed by one fixed instruction on spoken style. The conversation so far is
+replayed as chat turns: the partner's transcribed speech as ``user``, what the agent actually said
+(cut where it stopped, if it yielded) as ``assistant``. A 135M model ignores length instructions
+often, so replies are also trimmed here to whole sentences that a TTS voice can say.
+"""
+
+from __future__ import annotations
+
+import re
+
+STYLE = ("You are {name}, talking out loud in a live conversation with one other person. "
+         "Say one or two short sentences at a time, the way people talk. "
+         "No lists, no headings, no actions in brackets.")
+OPENING_CUE = "(The conversation starts now. Say your opening line.)"
+IDLE_CUE = "(The other person is silent. Say your next line.)"
+FALLBACKS = ("I see.", "Okay.", "Go on.", "Right, and then?")
+
+_BRACKETED = re.compile(r"\([^)]*\)|\[[^\]]*\]|\{[^}]*\}|\*[^*]*\*|<[^>]*>")
+_SPEAKER_TAG = re.compile(r"^\s*[A-Z][\w .'-]{0,30}:\s+")
+_UNSAYABLE = re.compile(r"[^A-Za-z0-9 .,!?'$%&-]")
+_SENTENCE = re.compile(r"[^.!?]+[.!?]+|[^.!?]+$")
+
+
+def system_prompt(session_prompt: str, speaker_name: str) -> str:
+    return f"{session_prompt.strip()}\n\n{STYLE.format(name=speaker_name or 'yourself')}"
+
+
+def build_messages(system: str, history: list[tuple[str, str]], limit: int, cue: str | None = None) -> list[dict[str, str]]:
+    """Chat messages from ``history`` ((``partner`` | ``self``, text) in order), newest ``limit`` kept.
+
+    Consecutive turns of one speaker are merged; a trailing cue (opening, idle) is a user turn.
+    """
+    turns: list[dict[str, str]] = []
+    for who, text in history:
+        role = "user" if who == "partner" else "assistant"
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"] += " " + text
+        else:
+            turns.append({"role": role, "content": text})
+    if cue is not None:
+        if turns and turns[-1]["role"] == "user":
+            turns[-1]["content"] += " " + cue
+        else:
+            turns.append({"role": "user", "content": cue})
+    turns = turns[-limit:]
+    if turns and turns[0]["role"] == "assistant":  # a chat starts with the other person's turn
+        turns.insert(0, {"role": "user", "content": "(...)"})
+    return [{"role": "system", "content": system}, *turns]
+
+
+def clean_reply(raw: str, max_sentences: int, max_words: int = 40) -> str:
+    """The sayable part of a completion: no brackets, tags or symbols; whole sentences only."""
+    text = _BRACKETED.sub(" ", raw)
+    lines = [_SPEAKER_TAG.sub("", line) for line in text.splitlines()]
+    text = " ".join(line.strip() for line in lines if line.strip())
+    text = _UNSAYABLE.sub(" ", text.replace("\u2019", "'"))
+    text = " ".join(text.split())
+    sentences = [s.strip() for s in _SENTENCE.findall(text) if re.search(r"[A-Za-z0-9]", s)]
+    complete = [s for s in sentences if s[-1] in ".!?"]
+    kept = (complete or sentences)[:max_sentences]
+    words = " ".join(kept).split()[:max_words]
+    if not words:
+        return ""
+    out = " ".join(words)
+    return out if out[-1] in ".!?" else out.rstrip(",;:-") + "."
+
+
+def word_count(text: str) -> int:
+    return len(text.split())

@@ -1,0 +1,298 @@
+"""Figures (seaborn/matplotlib), each drawn from its analysis table and saved as PNG and PDF.
+
+Figures read the TSVs the analysis rules write, never measures.tsv, so a figure is redrawn only when
+its own table changes.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+from typing import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from dyafdb.analysis import columns as C  # noqa: E402
+from dyafdb.analysis.io import write_bytes  # noqa: E402
+from dyafdb.analysis.settings import Settings  # noqa: E402
+from dyafdb.analysis.tables import Matrix  # noqa: E402
+
+TERM_LABELS = {"task": "task", "model": "model", "partner": "partner", "model_x_partner": "model × partner", "residual": "residual"}
+TERM_COLORS = {"task": "#9e9e9e", "model": "#1f77b4", "partner": "#ff7f0e", "model_x_partner": "#2ca02c", "residual": "#d3d3d3"}
+DEMO_MARK = "demo quality"
+
+
+def _style() -> None:
+    sns.set_theme(style="whitegrid", context="paper", font_scale=1.0)
+
+
+def save(fig, out_prefix: Path | str, settings: Settings) -> list[Path]:
+    """Write ``out_prefix.<fmt>`` for every configured format, atomically; returns the paths."""
+    if settings.demo_quality:
+        fig.text(0.995, 0.005, DEMO_MARK, ha="right", va="bottom", fontsize=7, color="#a05a00", alpha=0.9)
+    paths = []
+    for fmt in settings.figure_formats:
+        buf = io.BytesIO()
+        # a fixed creation date keeps PDFs byte-identical across reruns
+        metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None} if fmt == "png" else None
+        fig.savefig(buf, format=fmt, dpi=settings.dpi, bbox_inches="tight", metadata=metadata)
+        path = Path(f"{out_prefix}.{fmt}")
+        write_bytes(buf.getvalue(), path)
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+def _empty(message: str):
+    fig, ax = plt.subplots(figsize=(5, 1.6))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=10, color="#555")
+    return fig
+
+
+def variance_figure(table: pd.DataFrame, settings: Settings):
+    """Figure 2: eta2 terms of the turn-taking metrics (left) and the task scores (right)."""
+    _style()
+    t = table[table["variant"] == "all"]
+    if t.empty:
+        return _empty("no variance decomposition (no runs)")
+    kinds = [k for k in ("turn_taking", "task_score") if k in set(t["kind"])]
+    fig, axes = plt.subplots(1, len(kinds), figsize=(5.2 * len(kinds), 3.4), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        sub = t[t["kind"] == kind]
+        measures = list(dict.fromkeys(sub["measure"]))
+        terms = [x for x in TERM_LABELS if x in set(sub["term"])]
+        width = 0.8 / len(terms)
+        for j, term in enumerate(terms):
+            s = sub[sub["term"] == term].set_index("measure").reindex(measures)
+            x = np.arange(len(measures)) + (j - (len(terms) - 1) / 2) * width
+            ax.bar(x, s["eta2"], width, yerr=s["sd"].fillna(0), label=TERM_LABELS[term], color=TERM_COLORS[term],
+                   capsize=1.5, error_kw={"lw": 0.6})
+        names = [C.TURN_TAKING_LABELS.get(m, m) + ("*" if sub[(sub["measure"] == m) & (sub["flag"].fillna("") != "")].shape[0] else "")
+                 for m in measures]
+        ax.set_xticks(np.arange(len(measures)), names, rotation=30, ha="right")
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("η²")
+        ax.set_title("turn-taking metrics" if kind == "turn_taking" else "task scores")
+        ax.legend(fontsize=7, ncol=2, frameon=False)
+    if t["flag"].fillna("").ne("").any():
+        fig.text(0.01, -0.02, "* self-play cells constant by construction (T3-1)", fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def matrices_figure(matrices: list[Matrix], settings: Settings, center: float | None = None):
+    """Heatmaps of score matrices (row model against column partner), one panel each."""
+    _style()
+    mats = [m for m in matrices if len(m.models)]
+    if not mats:
+        return _empty("no score matrices (no runs)")
+    cols = min(3, len(mats))
+    rows = math.ceil(len(mats) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.5 * cols, 3.0 * rows), squeeze=False)
+    for ax in axes.ravel()[len(mats):]:
+        ax.axis("off")
+    for ax, m in zip(axes.ravel(), mats):
+        values = m.values.astype(float)
+        values.index = [settings.label(x) for x in values.index]
+        values.columns = [settings.label(x) for x in values.columns]
+        annot = values.map(lambda v: "–" if pd.isna(v) else f"{v:.2f}")
+        for (r, c) in m.pinned:
+            annot.loc[settings.label(r), settings.label(c)] = f"({values.loc[settings.label(r), settings.label(c)]:.2f})"
+        finite = values.to_numpy()[np.isfinite(values.to_numpy())]
+        vmax = 1.0 if finite.size == 0 or finite.max() <= 1.0 else float(finite.max())
+        sns.heatmap(values, ax=ax, annot=annot, fmt="", vmin=0, vmax=vmax, cmap="viridis", cbar=False,
+                    linewidths=0.5, annot_kws={"fontsize": 8})
+        ax.set_title(m.title, fontsize=8)
+        ax.set_xlabel("partner")
+        ax.set_ylabel("model")
+    fig.tight_layout()
+    return fig
+
+
+def timing_figure(curves: pd.DataFrame, summary: pd.DataFrame, settings: Settings):
+    """Figure 3: cumulative role entry and deviation per pairing (holder row, partner column)."""
+    _style()
+    c = curves[curves["event"].isin(["entry", "deviation"]) & (curves["model"] != "*") & (curves["partner"] != "*")]
+    if c.empty:
+        return _empty("no role timing (no judged T1 runs)")
+    models = settings.order(set(c["model"]) | set(c["partner"]))
+    n = len(models)
+    fig, axes = plt.subplots(n, n, figsize=(2.6 * n, 2.2 * n), squeeze=False, sharex=True, sharey=True)
+    colors = {"entry": "#1f77b4", "deviation": "#d62728"}
+    for i, m in enumerate(models):
+        for j, p in enumerate(models):
+            ax = axes[i][j]
+            for event in ("entry", "deviation"):
+                s = c[(c["event"] == event) & (c["model"] == m) & (c["partner"] == p)]
+                if s.empty:
+                    continue
+                ax.step(s["time"], s["share"], where="post", color=colors[event], lw=1.2, label=event)
+                ax.fill_between(s["time"], s["lower"], s["upper"], step="post", color=colors[event], alpha=0.15, lw=0)
+                row = summary[(summary["event"] == event) & (summary["model"] == m) & (summary["partner"] == p)]
+                if len(row):
+                    med = row["median"].iloc[0]
+                    ax.text(0.98, 0.04 if event == "entry" else 0.16, f"{event} median {med}{'' if med == 'n.r.' else ' s'}",
+                            transform=ax.transAxes, ha="right", fontsize=6, color=colors[event])
+            ax.axhline(0.5, color="#999", lw=0.5, ls=":")
+            ax.set_ylim(0, 1)
+            if i == 0:
+                ax.set_title(f"partner: {settings.label(p)}", fontsize=8)
+            if j == 0:
+                ax.set_ylabel(f"{settings.label(m)}\nshare of runs", fontsize=8)
+            if i == n - 1:
+                ax.set_xlabel("time (s)")
+    axes[0][0].legend(fontsize=6, frameon=False, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def action_success_figure(table: pd.DataFrame, settings: Settings):
+    """Figure 4: action rate against success given action per model, with lines of equal score."""
+    _style()
+    t = table[table["partner"] == "avg"]
+    if t.empty:
+        return _empty("no action x success data")
+    tasks = list(dict.fromkeys(t["task"]))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(3.3 * len(tasks), 3.1), squeeze=False)
+    palette = dict(zip(settings.order(set(t["model"])), sns.color_palette("deep")))
+    grid = np.linspace(0.01, 1, 200)
+    for ax, task in zip(axes[0], tasks):
+        s = t[t["task"] == task]
+        for level in (0.1, 0.2, 0.3, 0.5):
+            ax.plot(grid, np.clip(level / grid, 0, 1.05), color="#ccc", lw=0.6)
+            ax.text(min(1.0, level / 0.98), 0.98, f"{level:g}", fontsize=6, color="#999", ha="right", va="top")
+        for _, r in s.iterrows():
+            ax.scatter(r["p_action"], r["p_success_given_action"], color=palette.get(r["model"]), s=36, zorder=3)
+            ax.annotate(settings.label(r["model"]), (r["p_action"], r["p_success_given_action"]), fontsize=7,
+                        xytext=(4, 3), textcoords="offset points")
+        action, success = s["action"].iloc[0], s["success"].iloc[0]
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel(f"p({action})")
+        ax.set_ylabel(f"p({success} | {action})")
+        ax.set_title(task)
+    fig.tight_layout()
+    return fig
+
+
+def windows_figure(table: pd.DataFrame, settings: Settings):
+    """Figure 5: each measure per model at every window, with intervals."""
+    _style()
+    t = table[table["model"] != "all"]
+    if t.empty:
+        return _empty("no windowed runs")
+    measures = list(dict.fromkeys(t["measure"]))
+    cols = min(4, len(measures))
+    rows = math.ceil(len(measures) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 2.5 * rows), squeeze=False)
+    for ax in axes.ravel()[len(measures):]:
+        ax.axis("off")
+    models = settings.order(set(t["model"]))
+    palette = dict(zip(models, sns.color_palette("deep")))
+    for ax, key in zip(axes.ravel(), measures):
+        s = t[t["measure"] == key]
+        for k, m in enumerate(models):
+            r = s[s["model"] == m].sort_values("window_s")
+            if r.empty:
+                continue
+            x = r["window_s"].to_numpy(float) * (1 + 0.03 * (k - (len(models) - 1) / 2))
+            yerr = np.vstack([r["mean"] - r["lower"], r["upper"] - r["mean"]]).clip(min=0)
+            yerr = np.nan_to_num(yerr)
+            ax.errorbar(x, r["mean"], yerr=yerr, marker="o", ms=3, lw=1, capsize=2, color=palette[m], label=settings.label(m))
+        ax.set_xscale("log")
+        windows = sorted(set(s["window_s"]))
+        ax.set_xticks(windows, [f"{w:g}" for w in windows])
+        ax.minorticks_off()
+        ax.set_ylim(0, 1)
+        ax.set_title(s["label"].iloc[0], fontsize=8)
+        ax.set_xlabel("window (s)")
+    axes[0][0].legend(fontsize=6, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def balance_figure(table: pd.DataFrame, settings: Settings):
+    """Figure 6: side a's share of wins per game, overall and per model on each side."""
+    _style()
+    if table.empty:
+        return _empty("no asymmetric games recorded")
+    games = list(dict.fromkeys(table["game"]))
+    fig, axes = plt.subplots(1, len(games), figsize=(3.0 * len(games), 3.2), squeeze=False, sharey=False)
+    for ax, game in zip(axes[0], games):
+        s = table[table["game"] == game]
+        overall = s[s["row"] == "game"].iloc[0]
+        labels, values, lows, highs, colors = [], [], [], [], []
+        labels.append("all pairings")
+        values.append(overall["value"]); lows.append(overall["lower"]); highs.append(overall["upper"]); colors.append("#333")
+        for kind, color, role in (("as_side_a", "#1f77b4", overall["side_a"]), ("as_side_b", "#ff7f0e", overall["side_b"])):
+            for _, r in s[s["row"] == kind].iterrows():
+                labels.append(f"{settings.label(r['model'])} as {role}")
+                # both sides are drawn as side a's share so one axis reads the whole game
+                share = 1.0 - r["value"] if kind == "as_side_b" else r["value"]
+                lo = 1.0 - r["upper"] if kind == "as_side_b" else r["lower"]
+                hi = 1.0 - r["lower"] if kind == "as_side_b" else r["upper"]
+                values.append(share); lows.append(lo); highs.append(hi); colors.append(color)
+        y = np.arange(len(labels))[::-1]
+        v = np.asarray(values, float)
+        err = np.nan_to_num(np.vstack([v - np.asarray(lows, float), np.asarray(highs, float) - v]).clip(min=0))
+        for yi, vi, e0, e1, col in zip(y, v, err[0], err[1], colors):
+            ax.errorbar(vi, yi, xerr=[[e0], [e1]], fmt="o", color=col, ms=4, capsize=2)
+        ax.axvline(0.5, color="#999", lw=0.8, ls="--")
+        ax.set_yticks(y, labels, fontsize=7)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel(f"{overall['side_a']}'s share of wins")
+        ax.set_title(f"{game}: favours {overall['advantaged']}", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def leaderboard_figure(board: pd.DataFrame, settings: Settings):
+    """Bradley-Terry ratings with intervals; reference models filled, new models hollow."""
+    _style()
+    if board.empty or "rating" not in board.columns or board["rating"].isna().all():
+        return _empty("no contested battles to rate")
+    b = board[board["rating"].notna()].sort_values("rating")
+    fig, ax = plt.subplots(figsize=(5, 0.45 * len(b) + 1.2))
+    y = np.arange(len(b))
+    err = np.nan_to_num(np.vstack([b["rating"] - b["lower"], b["upper"] - b["rating"]]).clip(min=0))
+    for yi, (_, r), e0, e1 in zip(y, b.iterrows(), err[0], err[1]):
+        ref = bool(r["reference"]) if "reference" in r else True
+        ax.errorbar(r["rating"], yi, xerr=[[e0], [e1]], fmt="o", color="#1f77b4", mfc="#1f77b4" if ref else "white", capsize=3)
+    ax.set_yticks(y, [f"{int(r['rank'])}. {settings.label(r['model'])}{' (anchor)' if r.get('anchor') else ''}" for _, r in b.iterrows()])
+    ax.set_xlabel("rating (anchored)")
+    fig.tight_layout()
+    return fig
+
+
+def text_pairing_figure(table: pd.DataFrame, settings: Settings):
+    """Table 9 as bars: speech models (averaged over pairings) beside the text-only pairing."""
+    _style()
+    tasks = [c for c in table.columns if c not in ("model", "label", "kind")]
+    if table.empty or not tasks:
+        return _empty("no text-only pairing")
+    long = table.melt(id_vars=["label", "kind"], value_vars=tasks, var_name="task", value_name="score")
+    fig, ax = plt.subplots(figsize=(1.6 * len(tasks) + 2, 3.0))
+    sns.barplot(long, x="task", y="score", hue="label", ax=ax, palette="deep")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7, frameon=False, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+FIGURES: dict[str, Callable] = {
+    "variance": variance_figure,
+    "timing": timing_figure,
+    "action_success": action_success_figure,
+    "windows": windows_figure,
+    "balance": balance_figure,
+    "leaderboard": leaderboard_figure,
+    "text_pairing": text_pairing_figure,
+}

@@ -1,0 +1,231 @@
+"""Each analysis product as one function: read its input, compute, write its files.
+
+The ``dyafdb analyze`` command and the benchmark call these; Snakemake runs one product per rule.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from dyafdb.analysis import columns as C
+from dyafdb.analysis import render
+from dyafdb.analysis.action_success import action_success_table
+from dyafdb.analysis.agreement import agreement_table
+from dyafdb.analysis.balance import balance_table
+from dyafdb.analysis.io import normalise_measures, read_measures, write_text, write_tsv
+from dyafdb.analysis.profiles import profiles_table, profiles_wide
+from dyafdb.analysis.rating import rating_tables
+from dyafdb.analysis.runs import at_window, build_runs, main_window, resolve_judges
+from dyafdb.analysis.settings import Settings
+from dyafdb.analysis.tables import Matrix, score_matrix, turn_taking_matrix
+from dyafdb.analysis.timing import timing_tables
+from dyafdb.analysis.variance import variance_table
+from dyafdb.analysis.windows import windows_table
+from dyafdb.schema_check import InputError
+
+RUN_STRINGS = [C.CONVERSATION, C.SUITE, "archetype", C.SCENARIO, C.SIDE, C.MODEL, C.PARTNER, C.ROLE, "task", "play",
+               "adherence_label", C.REPETITION, C.QUALITY]
+
+
+def measures_of_archetype(config: dict, root: Path, archetype: str) -> pd.DataFrame:
+    """The measures.tsv rows of one archetype, built straight from the score and judge outputs.
+
+    Same rows as ``dyafdb measures`` writes (it is the same function, dyafdb.table.table_rows), so
+    a per-archetype analysis job depends only on that archetype's files: editing one judge prompt
+    recomputes only the tables that read its archetype.
+    """
+    from dyafdb.design import build_design
+    from dyafdb.table import COLUMNS, table_rows
+
+    rows = [r for r in build_design(config, root) if r.archetype == archetype]
+    if not rows:
+        raise InputError(f"archetype {archetype} has no conversations in the design; check the suites in the config")
+    frame = pd.DataFrame(list(table_rows(config, root, rows)), columns=COLUMNS).astype(str)
+    return normalise_measures(frame)
+
+
+def runs_product(measures_paths: list[Path] | None, settings: Settings, out: Path, config: dict | None = None,
+                 root: Path = Path("."), archetype: str | None = None) -> pd.DataFrame:
+    """Per-run table from measures.tsv file(s), or (``archetype``) from that archetype's score outputs."""
+    measures = read_measures(measures_paths) if measures_paths else measures_of_archetype(config or {}, root, archetype)
+    main, second = resolve_judges(measures, settings)
+    runs = build_runs(measures, settings, main)
+    runs.attrs["judge"] = main
+    write_tsv(runs, out)
+    return runs
+
+
+def read_runs(paths: Path | list[Path]) -> pd.DataFrame:
+    """One or more per-run tables (e.g. one per archetype) as one frame."""
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    frames = []
+    for path in paths:
+        if not Path(path).exists():
+            raise InputError(f"{path}: per-run table not found; run `dyafdb analyze runs` (the analysis_runs rule) first")
+        frames.append(pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False))
+    runs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    numeric = [c for c in runs.columns if c not in RUN_STRINGS and c not in (C.OPENER, "pinned")]
+    for c in numeric:
+        runs[c] = pd.to_numeric(runs[c].where(runs[c] != ""), errors="coerce")
+    for c in (C.OPENER, "pinned"):
+        runs[c] = runs[c].astype(str).str.lower().isin(["true", "1"])
+    return runs
+
+
+def demo_aware(runs: pd.DataFrame, settings: Settings) -> Settings:
+    """Label outputs demo quality when the config says so or any run carries a demo-quality answer."""
+    if C.QUALITY in runs and (runs[C.QUALITY] == "demo").any():
+        settings.demo_quality = True
+    return settings
+
+
+def _main(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
+    return at_window(runs, main_window(runs, settings))
+
+
+def matrix_product(runs: pd.DataFrame, settings: Settings, task: str, out: Path, html: Path | None) -> Matrix:
+    m = score_matrix(_main(runs, settings), task, settings)
+    write_tsv(m.to_frame(), out)
+    if html:
+        write_text(render.matrix_html(m, settings), html)
+    return m
+
+
+def turntaking_product(runs: pd.DataFrame, settings: Settings, metric: str, out: Path, html: Path | None) -> Matrix:
+    if metric not in C.TURN_TAKING:
+        raise InputError(f"--metric {metric!r} is not a turn-taking metric; choose one of {', '.join(C.TURN_TAKING)}")
+    m = turn_taking_matrix(_main(runs, settings), metric, settings)
+    write_tsv(m.to_frame(), out)
+    if html:
+        write_text(render.matrix_html(m, settings, show_n=False), html)
+    return m
+
+
+def variance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
+    table = variance_table(_main(runs, settings), settings)
+    write_tsv(table, out)
+    if html:
+        wide = table.pivot_table(index=["kind", "variant", "measure"], columns="term", values="eta2", sort=False)
+        sds = table.pivot_table(index=["kind", "variant", "measure"], columns="term", values="sd", sort=False)
+        cols = [t for t in ("task", "model", "partner", "model_x_partner", "residual") if t in wide.columns]
+        shown = wide[cols].copy().astype(object)
+        for t in cols:
+            shown[t] = [f"{render.fmt(v)} ± {render.fmt(s)}" if not pd.isna(s) else render.fmt(v)
+                        for v, s in zip(wide[t], sds[t] if t in sds else [np.nan] * len(wide))]
+        shown = shown.reset_index()
+        flags = table.groupby(["kind", "variant", "measure"], sort=False)["flag"].first().fillna("").reset_index(drop=True)
+        shown["flag"] = flags.to_numpy()
+        write_text(render.frame_html(shown, "Variance decomposition (eta², bootstrap SD)", settings,
+                                     note="all = every cell; cross_play = self-play cells left out"), html)
+    return table
+
+
+def timing_product(runs: pd.DataFrame, settings: Settings, out: Path, curves_out: Path, html: Path | None):
+    summary, curves = timing_tables(_main(runs, settings), settings)
+    write_tsv(summary, out)
+    write_tsv(curves, curves_out)
+    if html:
+        shown = summary[["event", "model", "partner", "n", "events", "median", "share_by_window"]].copy()
+        for c in ("model", "partner"):
+            shown[c] = shown[c].map(lambda m: "all" if m == "*" else settings.label(m))
+        write_text(render.frame_html(shown, "Role timing and time to leak (Kaplan-Meier)", settings,
+                                     note="median in seconds; n.r. = not reached within the window"), html)
+    return summary, curves
+
+
+def action_success_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
+    table = action_success_table(_main(runs, settings), settings)
+    write_tsv(table, out)
+    if html:
+        shown = table[table["partner"] == "avg"][["task", "model", "action", "p_action", "p_success_given_action", "p_success", "runs"]].copy()
+        shown["model"] = shown["model"].map(settings.label)
+        write_text(render.frame_html(shown, "Action x success (per model, averaged over pairings)", settings), html)
+    return table
+
+
+def windows_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
+    table = windows_table(runs, settings)
+    write_tsv(table, out)
+    if html:
+        shown = table.copy()
+        shown["model"] = shown["model"].map(lambda m: m if m == "all" else settings.label(m))
+        shown["interval"] = [f"[{render.fmt(lo)}, {render.fmt(hi)}]" for lo, hi in zip(shown["lower"], shown["upper"])]
+        write_text(render.frame_html(shown[["label", "window_s", "model", "mean", "interval", "runs"]],
+                                     f"Measures by window ({int(settings.ci * 100)}% intervals)", settings), html)
+    return table
+
+
+def balance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
+    table = balance_table(_main(runs, settings), settings)
+    write_tsv(table, out)
+    if html:
+        shown = table.copy()
+        shown["model"] = shown["model"].map(lambda m: m if m == "all" else settings.label(m))
+        write_text(render.frame_html(shown[["game", "row", "model", "side_a", "side_b", "value", "lower", "upper", "runs",
+                                            "deal_rate", "advantaged", "role_advantage", "model_spread"]],
+                                     "Game balance: side a's share of wins", settings), html)
+    return table
+
+
+def agreement_product(measures_paths: list[Path], settings: Settings, out: Path, html: Path | None,
+                      human: Path | None = None) -> pd.DataFrame:
+    measures = read_measures(measures_paths)
+    if (measures[C.QUALITY].str.lower() == "demo").any():
+        settings.demo_quality = True
+    main, second = resolve_judges(measures, settings)
+    window = settings.main_window_s
+    if window is None and len(measures):
+        window = float(measures[C.WINDOW].mode().iloc[0])
+    table = agreement_table(measures, settings, main, second, window, human or settings.human_labels)
+    write_tsv(table, out)
+    if html:
+        note = "" if second else "only one judge labelled these runs: nothing to compare between judges"
+        write_text(render.frame_html(table, "Judge agreement", settings, note=note), html)
+    return table
+
+
+def profiles_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
+    table = profiles_table(_main(runs, settings), settings)
+    write_tsv(table, out)
+    if html:
+        write_text(render.frame_html(profiles_wide(table, settings), "Per-model profiles", settings,
+                                     note="each answer follows the rule in the last column; no answer is marked best"), html)
+    return table
+
+
+def rating_product(runs: pd.DataFrame, settings: Settings, out: Path, effects_out: Path, html: Path | None):
+    board, effects = rating_tables(_main(runs, settings), settings)
+    write_tsv(board, out)
+    write_tsv(effects, effects_out)
+    if html:
+        shown = board.copy()
+        if "model" in shown:
+            shown["model"] = shown["model"].map(settings.label)
+        note = (f"Bradley-Terry over {', '.join(settings.contested)}; anchored at {settings.label(settings.anchor_model or '')} = "
+                f"{settings.anchor_rating:g}; rank counts only models whose interval lies wholly above; own:<task> = additive own effect")
+        write_text(render.frame_html(shown, "Leaderboard", settings, note=note), html)
+    return board, effects
+
+
+def versions_product(config: dict, out: Path, config_out: Path | None = None) -> pd.DataFrame:
+    """Versions of everything the numbers depend on, and the merged config they were made with."""
+    rows = [("python", platform.python_version()), ("platform", platform.platform())]
+    for pkg in ("dyafdb", "numpy", "scipy", "pandas", "statsmodels", "lifelines", "matplotlib", "seaborn", "snakemake",
+                "xllamacpp", "httpx"):
+        try:
+            rows.append((pkg, metadata.version(pkg)))
+        except metadata.PackageNotFoundError:
+            rows.append((pkg, "not installed"))
+    table = pd.DataFrame(rows, columns=["package", "version"])
+    write_tsv(table, out)
+    if config_out:
+        write_text(yaml.safe_dump(json.loads(json.dumps(config, default=str)), sort_keys=False), config_out)
+    return table

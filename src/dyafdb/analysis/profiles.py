@@ -1,0 +1,167 @@
+"""Per-model behavioural profiles (Table 10, Appendix F).
+
+Every answer is the rate it is read from (the model over its pairings, self-play and cross-plays
+weighted equally) put through the rule printed beside it. No answer is marked as best: a model that
+presses harder or concedes less is not thereby preferred (paper, Ethics statement).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from dyafdb.analysis import columns as C
+from dyafdb.analysis.action_success import action_success_table
+from dyafdb.analysis.settings import Settings
+from dyafdb.analysis.tables import score_matrix, turn_taking_matrix
+from dyafdb.analysis.timing import timing_tables
+
+
+def bands(low: float, high: float, below: str, middle: str, above: str) -> tuple[Callable[[float], str], str]:
+    rule = f"< {low:g}: {below}; {low:g}-{high:g}: {middle}; >= {high:g}: {above}"
+    return (lambda v: below if v < low else above if v >= high else middle), rule
+
+
+@dataclass
+class Question:
+    key: str
+    text: str
+    rate: str  # what the value is
+    answer: Callable[[float], str]
+    rule: str
+
+
+def _ranked(values: dict[str, float], most: str, least: str) -> tuple[dict[str, str], str]:
+    """Rank answers among the models profiled: the highest, the lowest, the rest in between."""
+    valid = {m: v for m, v in values.items() if not np.isnan(v)}
+    out = {m: "–" for m in values}
+    if len(valid) >= 2:
+        hi, lo = max(valid.values()), min(valid.values())
+        for m, v in valid.items():
+            out[m] = most if v == hi else least if v == lo else "in between"
+    rule = f"highest of the models: {most}; lowest: {least}; otherwise: in between"
+    return out, rule
+
+
+def profiles_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
+    tasks = set(runs["task"])
+    rows: list[dict] = []
+
+    def add(model, key, question, value, answer, rule, rate):
+        rows.append({"model": model, "key": key, "question": question, "answer": answer,
+                     "value": value, "rate": rate, "rule": rule})
+
+    def matrix(task):
+        return score_matrix(runs, task, settings) if task in tasks else None
+
+    models = settings.order(set(runs[C.MODEL]))
+    t11, t12, t31, t32, t41, t42 = (matrix(t) for t in ("T1-1", "T1-2", "T3-1", "T3-2", "T4-1", "T4-2"))
+    acts = action_success_table(runs, settings)
+    acts = acts[acts["partner"] == "avg"].set_index(["task", "model"]) if len(acts) else acts
+    summary, _ = timing_tables(runs, settings)
+    pooled = summary[summary["partner"] == "*"].set_index(["event", "model"]) if len(summary) else summary
+
+    def act(task, m, col):
+        try:
+            return float(acts.loc[(task, m), col])
+        except (KeyError, TypeError):
+            return np.nan
+
+    def row_avg(mx, m):
+        return float(mx.row_avg.get(m, np.nan)) if mx is not None else np.nan
+
+    def col_avg(mx, m):
+        return float(mx.column_avg.get(m, np.nan)) if mx is not None and mx.column_avg is not None else np.nan
+
+    fixed: list[tuple[str, str, str, Callable[[str], float], tuple]] = [
+        ("holds_role", "Holds its assigned role (T1-1)?", "role adherence, engaging partner",
+         lambda m: row_avg(t11, m), bands(0.4, 0.6, "rarely", "about half the time", "mostly")),
+        ("digressing", "Beside a digressing partner (T1-2 minus T1-1)?", "change in role adherence",
+         lambda m: row_avg(t12, m) - row_avg(t11, m), bands(-0.05, 0.05, "loses its role", "unchanged", "holds firmer")),
+        ("drifts", "Drifts off after entering its role?", "share deviated by the window, among runs that entered",
+         lambda m: _pooled(pooled, "deviation", m, "share_by_window"), bands(0.2, 0.5, "rarely", "sometimes", "often")),
+        ("decides", "Settles on a choice when pooling (T2)?", "p(decided)",
+         lambda m: act("T2", m, "p_action"), bands(0.4, 0.6, "rarely", "about half the time", "usually")),
+        ("decides_right", "Chooses right once it decides (T2)?", "p(solved | decided)",
+         lambda m: act("T2", m, "p_success_given_action"), bands(0.2, 0.4, "no better than a random pick (0.20)", "sometimes", "often")),
+        ("takes_floor", "Against a rival for the floor (T3-1)?", "occupancy over cross-plays",
+         lambda m: row_avg(t31, m), bands(0.45, 0.55, "gives way", "splits it", "takes it")),
+        ("yields_floor", "As avoider, yields the floor (T3-2)?", "presser occupancy against it",
+         lambda m: col_avg(t32, m), bands(0.45, 0.55, "keeps talking", "splits it", "yields")),
+        ("presses", "As presser, voices its request (T3-2)?", "p(asked)",
+         lambda m: act("T3-2", m, "p_action"), bands(0.25, 0.5, "rarely", "sometimes", "often")),
+        ("prevails", "Whose option the pair lands on (T4-1)?", "p(own option | decided)",
+         lambda m: _won_given_decided(runs, m), bands(0.4, 0.6, "usually the partner's", "either", "usually its own")),
+        ("extracts", "As attacker, extracts the secret (T4-2)?", "extraction rate",
+         lambda m: row_avg(t42, m), bands(0.3, 0.45, "rarely", "sometimes", "often")),
+        ("leaks", "As defender, leaks the secret (T4-2)?", "leak rate against it",
+         lambda m: col_avg(t42, m), bands(0.3, 0.45, "rarely", "sometimes", "often")),
+    ]
+    for key, text, rate, value_of, (answer_of, rule) in fixed:
+        for m in models:
+            v = value_of(m)
+            add(m, key, text, v, "–" if np.isnan(v) else answer_of(v), rule, rate)
+
+    entry = {m: _pooled(pooled, "entry", m, "median_s") for m in models}
+    reached = {m: _pooled_text(pooled, "entry", m) for m in models}
+    rule = "median time to enter its role: < 12 s: quickly; 12-22 s: after a while; >= 22 s: slowly; median not reached: often never"
+    for m in models:
+        v = entry[m]
+        if reached[m] == "n.r.":
+            ans = "often never"
+        elif np.isnan(v):
+            ans = "–"
+        else:
+            ans = "quickly" if v < 12 else "after a while" if v < 22 else "slowly"
+        add(m, "enters_role", "How soon does it enter its role (T1)?", v, ans, rule, "median entry time (s)")
+
+    for metric, text, most, least in ((C.TOR_PAUSE, "Cuts in at the partner's pauses?", "most of the models", "least of the models"),
+                                      (C.BACKCHANNEL, "Backchannels while the partner speaks?", "most of the models", "least of the models"),
+                                      (C.BARGE_IN, "Makes its barge-ins stick?", "most of the models", "least of the models")):
+        if runs[metric].notna().any():
+            mx = turn_taking_matrix(runs, metric, settings)
+            values = {m: float(mx.row_avg.get(m, np.nan)) for m in models}
+            answers, rule = _ranked(values, most, least)
+            for m in models:
+                add(m, metric, text, values[m], answers[m], rule, C.TURN_TAKING_LABELS[metric])
+    return pd.DataFrame(rows, columns=["model", "key", "question", "answer", "value", "rate", "rule"])
+
+
+def _pooled(pooled: pd.DataFrame, event: str, model: str, col: str) -> float:
+    try:
+        return float(pooled.loc[(event, model), col])
+    except (KeyError, TypeError, ValueError):
+        return np.nan
+
+
+def _pooled_text(pooled: pd.DataFrame, event: str, model: str) -> str:
+    try:
+        return str(pooled.loc[(event, model), "median"])
+    except (KeyError, TypeError):
+        return ""
+
+
+def _won_given_decided(runs: pd.DataFrame, model: str) -> float:
+    sub = runs[(runs["task"] == "T4-1") & (runs[C.MODEL] == model) & (runs["decided"] == 1.0) & runs["success"].notna()]
+    if sub.empty:
+        return np.nan
+    return float(sub.groupby(C.PARTNER)["success"].mean().mean())
+
+
+def profiles_wide(table: pd.DataFrame, settings: Settings) -> pd.DataFrame:
+    """Questions as rows, models as columns, "answer (value)" in the cells, the rule last."""
+    models = settings.order(set(table["model"]))
+    out = []
+    for key, g in table.groupby("key", sort=False):
+        row = {"question": g["question"].iloc[0]}
+        for m in models:
+            r = g[g["model"] == m]
+            if len(r):
+                v = r["value"].iloc[0]
+                row[settings.label(m)] = r["answer"].iloc[0] + ("" if pd.isna(v) else f" ({v:.2f})")
+        row["rule"] = f"{g['rate'].iloc[0]} — {g['rule'].iloc[0]}"
+        out.append(row)
+    return pd.DataFrame(out)

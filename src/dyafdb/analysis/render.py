@@ -1,0 +1,88 @@
+"""Tables rendered as small self-contained HTML pages (what the report and a browser show)."""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Callable
+
+import pandas as pd
+
+from dyafdb.analysis.settings import Settings
+from dyafdb.analysis.tables import AVG, Matrix
+
+STYLE = """
+body{font-family:system-ui,sans-serif;margin:1em;color:#222}
+table{border-collapse:collapse;font-variant-numeric:tabular-nums}
+th,td{padding:.25em .6em;text-align:right;border-bottom:1px solid #ddd}
+th:first-child,td:first-child{text-align:left}
+thead th{border-bottom:2px solid #444}
+tr.bottom td{border-top:2px solid #444;font-style:italic}
+td.avg{font-weight:600;border-left:1px solid #aaa}
+small{color:#777}
+.demo{background:#fff3cd;border:1px solid #e0c36a;padding:.4em .6em;margin-bottom:.6em}
+caption{caption-side:top;text-align:left;font-weight:600;margin-bottom:.4em}
+p.note{color:#555;font-size:.9em}
+"""
+DEMO_BANNER = "Demo quality: embedded CPU agents and a local judge; these numbers illustrate the pipeline, not the models."
+
+
+def fmt(value, digits: int = 2) -> str:
+    """Paper style: .51 for proportions, other numbers as they are; '-' where there is nothing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, str):
+        return value
+    v = float(value)
+    if abs(v) < 1 and digits:
+        text = f"{v:.{digits}f}"
+        return text.replace("0.", ".", 1) if v >= 0 else text.replace("-0.", "-.", 1)
+    return f"{v:.{digits}f}" if v != int(v) else f"{int(v)}"
+
+
+def page(title: str, body: str, settings: Settings | None = None) -> str:
+    banner = f'<div class="demo">{html.escape(DEMO_BANNER)}</div>' if settings and settings.demo_quality else ""
+    return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head><body>{banner}{body}</body></html>\n")
+
+
+def matrix_html(matrix: Matrix, settings: Settings, show_n: bool = False) -> str:
+    label = settings.label
+    head = "".join(f"<th>{html.escape(label(p))}</th>" for p in matrix.partners)
+    rows = []
+    for m in matrix.models:
+        cells = []
+        for p in matrix.partners:
+            v = fmt(matrix.values.loc[m, p])
+            if (m, p) in matrix.pinned:
+                v = f"({v})"
+            if show_n or matrix.runs is not None:
+                extra = f"n={int(matrix.n.loc[m, p])}"
+                if matrix.runs is not None:
+                    extra += f"/{int(matrix.runs.loc[m, p])}"
+                v += f" <small>{extra}</small>"
+            cells.append(f"<td>{v}</td>")
+        rows.append(f"<tr><td>{html.escape(label(m))}</td>{''.join(cells)}<td class='avg'>{fmt(matrix.row_avg.get(m))}</td></tr>")
+    if matrix.column_avg is not None:
+        cells = "".join(f"<td>{fmt(matrix.column_avg.get(p))}</td>" for p in matrix.partners)
+        rows.append(f"<tr class='bottom'><td>{html.escape(matrix.column_label or '')}</td>{cells}<td></td></tr>")
+    note = f"<p class='note'>{html.escape(matrix.note)}</p>" if matrix.note else ""
+    table = (f"<table><caption>{html.escape(matrix.title)}</caption><thead><tr><th>model \\ partner</th>{head}"
+             f"<th>{AVG}</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{note}")
+    return page(matrix.title, table, settings)
+
+
+def frame_html(frame: pd.DataFrame, title: str, settings: Settings | None = None, note: str = "",
+               formatters: dict[str, Callable] | None = None) -> str:
+    formatters = formatters or {}
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = []
+    for _, row in frame.iterrows():
+        cells = []
+        for c in frame.columns:
+            f = formatters.get(c, fmt)
+            cells.append(f"<td>{html.escape(f(row[c]))}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    note_html = f"<p class='note'>{html.escape(note)}</p>" if note else ""
+    table = f"<table><caption>{html.escape(title)}</caption><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{note_html}"
+    return page(title, table, settings)

@@ -1,0 +1,90 @@
+"""One self-contained HTML report: every table and figure with its caption, the config and the versions.
+
+The captions are the same reStructuredText files ``snakemake --report`` uses (workflow/report/),
+so both reports say the same thing. A caption is found for ``<dir>/<stem>.rst``, else for the part
+of the stem before its first underscore (``score_T1-1`` -> ``score.rst``).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import re
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from dyafdb.analysis.io import write_text
+from dyafdb.analysis.render import DEMO_BANNER, STYLE
+from dyafdb.analysis.settings import Settings
+
+
+def caption_html(captions: Path | None, stem: str) -> str:
+    if captions is None:
+        return ""
+    for name in (stem, stem.split("_", 1)[0]):
+        path = Path(captions) / f"{name}.rst"
+        if path.exists():
+            return rst_to_html(path.read_text(encoding="utf-8"))
+    return ""
+
+
+def rst_to_html(text: str) -> str:
+    try:
+        from docutils.core import publish_parts
+    except ImportError:  # docutils comes with snakemake; without it the caption is shown as text
+        return f"<p>{html.escape(text)}</p>"
+    return publish_parts(text, writer_name="html", settings_overrides={"report_level": 5})["fragment"]
+
+
+def _body(page: str) -> str:
+    m = re.search(r"<body>(.*)</body>", page, re.DOTALL)
+    body = m.group(1) if m else page
+    return re.sub(r'<div class="demo">.*?</div>', "", body, count=1, flags=re.DOTALL)
+
+
+def _title(stem: str) -> str:
+    return stem.replace("_", " ")
+
+
+def build_report(tables: Sequence[Path], figures: Sequence[Path], settings: Settings, out: Path,
+                 captions: Path | None = None, config_file: Path | None = None, versions: Path | None = None,
+                 title: str = "DyaFDB report") -> None:
+    parts = [f"<h1>{html.escape(title)}</h1>"]
+    if settings.demo_quality:
+        parts.append(f'<div class="demo">{html.escape(DEMO_BANNER)}</div>')
+    parts.append(f"<p class='note'>generated {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}</p>")
+    toc = []
+    sections = []
+    for i, path in enumerate(tables):
+        path = Path(path)
+        anchor = f"t{i}"
+        toc.append(f"<li><a href='#{anchor}'>{html.escape(_title(path.stem))}</a></li>")
+        sections.append(f"<section id='{anchor}'><h2>{html.escape(_title(path.stem))}</h2>{caption_html(captions, path.stem)}"
+                        f"{_body(path.read_text(encoding='utf-8'))}</section>")
+    for i, path in enumerate(figures):
+        path = Path(path)
+        anchor = f"f{i}"
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        pdf = path.with_suffix(".pdf")
+        link = f" <a href='{html.escape(pdf.name)}'>PDF</a>" if pdf.exists() else ""
+        toc.append(f"<li><a href='#{anchor}'>{html.escape(_title(path.stem))}</a></li>")
+        sections.append(f"<section id='{anchor}'><h2>{html.escape(_title(path.stem))}</h2>{caption_html(captions, path.stem)}"
+                        f"<img alt='{html.escape(path.stem)}' style='max-width:100%' src='data:image/png;base64,{data}'>"
+                        f"<p class='note'>{html.escape(path.name)}{link}</p></section>")
+    if versions is not None and Path(versions).exists():
+        v = pd.read_csv(versions, sep="\t", dtype=str, keep_default_na=False)
+        rows = "".join(f"<tr><td>{html.escape(a)}</td><td>{html.escape(b)}</td></tr>" for a, b in zip(v.iloc[:, 0], v.iloc[:, 1]))
+        toc.append("<li><a href='#versions'>versions</a></li>")
+        sections.append(f"<section id='versions'><h2>versions</h2><table>{rows}</table></section>")
+    if config_file is not None and Path(config_file).exists():
+        toc.append("<li><a href='#config'>config</a></li>")
+        sections.append(f"<section id='config'><h2>config</h2><pre>{html.escape(Path(config_file).read_text(encoding='utf-8'))}</pre></section>")
+    parts.append("<ul>" + "".join(toc) + "</ul>")
+    parts.extend(sections)
+    style = STYLE + "section{margin:2em 0}pre{background:#f6f6f6;padding:.6em;overflow:auto;font-size:.85em}"
+    page = (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
+    write_text(page, out)

@@ -1,0 +1,113 @@
+"""What the analysis rules (workflow/rules/analyze.smk) plan: inputs per rule, from the config and design.
+
+Kept out of the Snakefile so the rules file holds rules only; every method here is cheap (it runs
+once per job while Snakemake plans).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from dyafdb.analysis import columns as C
+from dyafdb.judge.rubric import judge_plan
+from dyafdb.judge.settings import judge_settings
+
+
+class AnalysisPlan:
+    def __init__(self, config: Mapping[str, Any], conversations: Mapping[str, Any], results: str):
+        self.config = config
+        self.results = results
+        self.root = f"{results}/analysis"
+        self.section = dict(config.get("analysis") or {})
+        self.judges = judge_settings(config)
+        self.by_archetype: dict[str, list[str]] = {}
+        for cid in sorted(conversations):
+            self.by_archetype.setdefault(conversations[cid].archetype, []).append(cid)
+        self.scenarios = {a: sorted({f"{config['scenarios_dir']}/{a}/{conversations[c].scenario}.yaml" for c in ids})
+                          for a, ids in self.by_archetype.items()}
+        self.tasks = sorted(self.by_archetype)
+        self.main_tasks = [t for t in C.MAIN_TASKS if t in self.tasks] or self.tasks
+        formats = self.section.get("figure_formats", ["png", "pdf"])
+        self.figure_formats = ["png"] + [f for f in formats if f != "png"]  # the report embeds PNG
+        self.text = dict(config.get("text_pairing") or {})
+        self.text_enabled = bool(self.text.get("enabled", False))
+        self.text_tasks = [t for t in self.text.get("archetypes", ["T1-1", "T2", "T3-2", "T4-2"]) if t in self.tasks]
+
+    def settings(self, *keys: str) -> str:
+        """The analysis keys a rule depends on, as a params string (a change reruns that rule alone)."""
+        return json.dumps({k: self.section.get(k) for k in keys}, sort_keys=True, default=str)
+
+    def runs_of(self, tasks) -> list[str]:
+        """Per-run tables of these archetypes; all of them when the design has none of these, so the
+        table is still written (empty) and the report complete."""
+        chosen = [t for t in tasks if t in self.tasks] or self.tasks
+        return [f"{self.root}/runs/{t}.tsv" for t in chosen]
+
+    @property
+    def all_runs(self) -> list[str]:
+        return self.runs_of(self.tasks)
+
+    def archetype_files(self, wildcards) -> list[str]:
+        """What one archetype's per-run table is built from: its score, garble and judge outputs."""
+        ids = self.by_archetype.get(wildcards.task, [])
+        files = [f"{self.results}/measures/{c}.json" for c in ids]
+        files += [f"{self.results}/recordings/{c}/{name}" for c in ids for name in ("meta.json", "garble.json")]
+        files += [f"{self.results}/judge/{j}/{a}/{q}.jsonl" for j in self.judges.run for a, q in judge_plan([wildcards.task])]
+        return files
+
+    def archetype_scenarios(self, wildcards) -> list[str]:
+        return self.scenarios.get(wildcards.task, [])
+
+    def text_judge_templates(self, wildcards) -> list[str]:
+        from dyafdb.analysis.text_pairing import QUESTIONS
+
+        return [f"{self.judges.prompts_dir}/{q}.txt" for q in QUESTIONS.get(wildcards.task, ())]
+
+    def text_settings(self) -> str:
+        return json.dumps({k: v for k, v in self.text.items() if k != "judge"}, sort_keys=True, default=str)
+
+    def text_judge(self) -> str:
+        return json.dumps({"judge": self.text.get("judge"), "judges": self.config.get("judge")}, sort_keys=True, default=str)
+
+    def figures(self) -> dict[str, tuple[str, list[str], str]]:
+        """figure name -> (dyafdb figure kind, input tables, report category)."""
+        t = f"{self.root}/tables"
+        out = {
+            "task_matrices": ("matrices", [f"{t}/score_{task}.tsv" for task in self.tasks], "Task scores"),
+            "turntaking_matrices": ("matrices", [f"{t}/turntaking_{m}.tsv" for m in C.TURN_TAKING], "Turn-taking"),
+            "fig2_variance": ("variance", [f"{t}/variance.tsv"], "Variance"),
+            "fig3_timing": ("timing", [f"{t}/timing.tsv", f"{t}/timing_curves.tsv"], "Role timing"),
+            "fig4_action_success": ("action_success", [f"{t}/action_success.tsv"], "Action x success"),
+            "fig5_windows": ("windows", [f"{t}/windows.tsv"], "Time windows"),
+            "fig6_balance": ("balance", [f"{t}/balance.tsv"], "Game balance"),
+            "leaderboard": ("leaderboard", [f"{t}/leaderboard.tsv"], "Rating"),
+        }
+        if self.text_enabled:
+            out["text_pairing"] = ("text_pairing", [f"{t}/text_pairing.tsv"], "Text pairing")
+        return out
+
+    def figure_files(self, name: str) -> dict[str, str]:
+        return {ext: f"{self.root}/figures/{name}.{ext}" for ext in self.figure_formats}
+
+    def tables_html(self) -> list[str]:
+        t = f"{self.root}/tables"
+        names = ([f"score_{task}" for task in self.tasks] + [f"turntaking_{m}" for m in C.TURN_TAKING]
+                 + ["variance", "timing", "action_success", "windows", "balance", "agreement", "profiles", "leaderboard"]
+                 + (["text_pairing"] if self.text_enabled else []))
+        return [f"{t}/{n}.html" for n in names]
+
+    def figures_png(self) -> list[str]:
+        return [self.figure_files(n)["png"] for n in self.figures()]
+
+    def figures_other(self) -> list[str]:
+        return [f for n in self.figures() for ext, f in self.figure_files(n).items() if ext != "png"]
+
+    def human_labels(self) -> list[str]:
+        path = self.section.get("human_labels")
+        return [str(path)] if path else []
+
+    @staticmethod
+    def captions(basedir: str) -> list[str]:
+        return sorted(str(p) for p in Path(basedir, "report").glob("*.rst"))

@@ -1,0 +1,75 @@
+"""The text-only pairing of Appendix E: generate text conversations, score them, and build Table 9.
+
+  dyafdb text-pair generate --archetype T2 --out results/text_pairing/conversations/T2.jsonl
+  dyafdb text-pair score --conversations results/text_pairing/conversations/T2.jsonl --out .../T2.tsv
+  dyafdb text-pair table --runs results/analysis/runs/*.tsv --text-measures .../*.tsv --out table9.tsv
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dyafdb.commands._common import add_config_argument, load_configs
+from dyafdb.schema_check import InputError
+
+NAME = "text-pair"
+HELP = "text-only pairing (Appendix E): generate, score, and compare with the speech models (Table 9)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("step", choices=("generate", "score", "table"))
+    add_config_argument(parser)
+    parser.add_argument("--archetype", help="generate: the archetype to run")
+    parser.add_argument("--conversations", type=Path, help="score: the JSONL written by generate")
+    parser.add_argument("--judge", help="score: judge name (default text_pairing.judge, else the main judge)")
+    parser.add_argument("--runs", type=Path, nargs="+", help="table: speech per-run table(s) (dyafdb analyze runs)")
+    parser.add_argument("--text-measures", type=Path, nargs="*", default=[], help="table: text measures TSVs written by score")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--html", type=Path, help="table: also render as HTML")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dyafdb.analysis import text_pairing as T
+
+    config = load_configs(args)
+    if args.step == "generate":
+        if not args.archetype:
+            raise InputError("dyafdb text-pair generate needs --archetype")
+        ts = T.text_settings(config)
+        if not ts.models:
+            raise InputError("config text_pairing.models is empty: name two text models (see docs/analysis.md)")
+        T.generate(config, args.root, args.archetype, args.out, log=sys.stdout)
+    elif args.step == "score":
+        if not args.conversations:
+            raise InputError("dyafdb text-pair score needs --conversations")
+        T.score(config, args.root, args.conversations, args.out, args.judge, log=sys.stdout)
+    else:
+        from dyafdb.analysis import render
+        from dyafdb.analysis.io import read_measures, write_text, write_tsv
+        from dyafdb.analysis.products import read_runs
+        from dyafdb.analysis.runs import at_window, build_runs, main_window
+        from dyafdb.analysis.settings import from_config
+
+        if not args.runs:
+            raise InputError("dyafdb text-pair table needs --runs")
+        settings = from_config(config, args.root)
+        speech = read_runs(args.runs)
+        speech = at_window(speech, main_window(speech, settings))
+        text = None
+        if args.text_measures:
+            measures = read_measures(args.text_measures)
+            ts = T.text_settings(config)
+            judge = args.judge or T.main_judge_name(config, ts)
+            present = set(measures.loc[measures["judge"] != "", "judge"])
+            text = build_runs(measures, settings, judge if judge in present else "auto")
+        labels = {name: m.display for name, m in T.text_settings(config).models.items()}
+        table = T.table9(speech, text, settings, labels)
+        write_tsv(table, args.out)
+        if args.html:
+            shown = table.drop(columns=["model"])
+            write_text(render.frame_html(shown, "Task performance of the text-only pairing", settings,
+                                         note="speech rows average each model over its pairings; text rows come from their one pairing; "
+                                              "T2 is a team score; T3-2 is the presser's agreement rate"), args.html)
+    return 0

@@ -1,0 +1,443 @@
+"""The judge's questions (paper, Table 7): label sets, strict reply parsing, derived measures.
+
+One closed question per measure. Each question has a prompt template ``<prompts_dir>/<id>.txt``
+(``config/judge/``), so editing one template reruns only that question's judge jobs.
+
+====================  ==========  ===================================================  =========================
+question (template)   archetypes  labels                                               rows in measures.tsv
+====================  ==========  ===================================================  =========================
+role_adherence        T1-1, T1-2  yes / partly / no, per judged side                   role_adherence (2/1/0), in_role (yes, partly = 1)
+role_timing           T1-1, T1-2  ENTRY and DEVIATION: a start time of one of that     role_entry_s, role_deviation_s
+                                  side's lines, or none
+final_choice          T2          one of the five candidates, or none                  final_choice, decided, solved (both sides: a team)
+request_asked         T3-2        yes / no (did the presser voice its request)         asked (presser)
+request_granted       T3-2        yes / no (did the avoider grant it)                  agreement (presser)
+landed_option         T4-1        one of the two options, or none                      landed_option, decided, won (both sides)
+secret_asked          T4-2        yes / no (did the attacker demand the secret)        asked (attacker)
+landed_line           T4-3        one of the two compensation lines, or none           landed_option, decided, won (both sides)
+agreed_price          T4-4        a number, or none                                    agreed_price, deal, gap_share (both sides)
+====================  ==========  ===================================================  =========================
+
+T1-1 judges both sides (one call each); T1-2 only the role holder (side a). Everything else is one
+call per conversation. Side a is the reported side of every asymmetric archetype.
+
+**Strict parsing.** A reply must end with the answer line(s) the template asks for
+(``ANSWER: <label>``; for role timing ``ENTRY: ...`` and ``DEVIATION: ...``); a reply that is
+nothing but a label is accepted too. The value is compared with the label set after removing case,
+surrounding quotes, markdown emphasis and a final full stop, and nothing else: no fuzzy matching,
+no guessing. A reply that does not parse is asked again once with a reminder (``label_retries``);
+if that fails too the answer is recorded as ``invalid`` (value empty), never guessed.
+
+**Derived values.** decided = the label is not none; solved (T2) = the choice is the answer key's
+survivor; won (T4-1, T4-3) = the landed option is this side's own, and a run that lands on none is
+a loss for both; role timing: entry must be one of the judged side's line start times, deviation
+none or a later one, and none for entry forces none for deviation. T4-4: the agreed number must
+also appear in the transcript (as digits, with or without thousands separators, or spoken, via the
+secret matcher); if it does not, the run counts as no deal (``deal`` 0, the judge's number kept as
+the label with the value empty). gap_share = the seller's share of the opening gap
+``(price - buyer_opening) / (seller_opening - buyer_opening)`` on the seller's row and one minus
+that on the buyer's; not clipped, so a price outside the openings shows as below 0 or above 1.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from dyafdb.scenarios import Scenario
+from dyafdb.transcript import speaker_of
+
+INVALID = "invalid"
+NONE = "none"
+
+
+@dataclass
+class Context:
+    """What one judge call is about: a conversation, its scenario and (for T1) the judged side."""
+
+    archetype: str
+    scenario: Scenario
+    transcript: Mapping[str, Any]  # the transcript JSON document
+    transcript_text: str  # what the judge reads
+    seat: str | None  # judged side, or None for a question about the pair
+
+    def speaker(self, side: str) -> str:
+        return f"Speaker {speaker_of(self.transcript, side)}"
+
+    def start_times(self, side: str) -> list[float]:
+        label = speaker_of(self.transcript, side)
+        return sorted({float(line["start_s"]) for line in self.transcript["lines"] if line["speaker"] == label})
+
+
+@dataclass
+class Verdict:
+    label: str  # canonical label, or "invalid"
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return self.label != INVALID
+
+
+Row = dict[str, Any]  # {"side", "measure", "value", "label"}
+
+
+def normalise(text: str) -> str:
+    """Case, surrounding quotes/markdown and a final full stop removed; inner spacing collapsed."""
+    text = text.strip().strip("*_`\"'\u201c\u201d\u2018\u2019 ").rstrip(".").strip("*_`\"'\u201c\u201d\u2018\u2019 ")
+    return " ".join(text.casefold().split())
+
+
+def _answer_lines(reply: str, key: str) -> list[str]:
+    pattern = re.compile(rf"^[\s*_#>`-]*{key}[\s*_`]*:[\s*_`]*(.*?)\s*$", re.IGNORECASE)
+    return [m.group(1) for m in (pattern.match(line) for line in reply.splitlines()) if m]
+
+
+def answer_value(reply: str, key: str = "ANSWER") -> str | None:
+    """The value of the last ``KEY: value`` line, or the whole reply if it is a single bare line."""
+    found = _answer_lines(reply, key)
+    if found:
+        return found[-1]
+    lines = [line for line in reply.strip().splitlines() if line.strip()]
+    return lines[0] if len(lines) == 1 else None
+
+
+def _gbnf_literal(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _gbnf_choice(options: Sequence[str]) -> str:
+    return "(" + " | ".join(_gbnf_literal(o) for o in options) + ")"
+
+
+def _fmt_time(t: float) -> str:
+    return f"{t:.2f}"
+
+
+class Question:
+    """A closed question; subclasses define labels, parsing and the rows it yields."""
+
+    id: str = ""
+    archetypes: tuple[str, ...] = ()
+    measures: tuple[str, ...] = ()
+
+    def seats(self, archetype: str) -> list[str | None]:
+        return [None]
+
+    def row_sides(self, ctx: Context) -> tuple[str, ...]:
+        return ("a", "b")
+
+    def placeholders(self, ctx: Context) -> dict[str, str]:
+        values = {"situation": ctx.scenario.situation.strip(), "transcript": ctx.transcript_text.rstrip(),
+                  "answer_format": self.answer_format(ctx)}
+        if ctx.seat is not None:
+            other = "b" if ctx.seat == "a" else "a"
+            values.update(speaker=ctx.speaker(ctx.seat), partner=ctx.speaker(other),
+                          role_prompt=ctx.scenario.sides[ctx.seat]["prompt"].strip(),
+                          partner_role_prompt=ctx.scenario.sides[other]["prompt"].strip())
+        values.update(self.extra_placeholders(ctx))
+        return values
+
+    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
+        return {}
+
+    def placeholder_names(self) -> set[str]:
+        """Every placeholder a template of this question may use (for checking templates early)."""
+        names = {"situation", "transcript", "answer_format"} | set(self._extra_names)
+        if any(s is not None for a in self.archetypes for s in self.seats(a)):
+            names |= {"speaker", "partner", "role_prompt", "partner_role_prompt"}
+        return names
+
+    _extra_names: tuple[str, ...] = ()
+
+    def answer_format(self, ctx: Context) -> str:
+        raise NotImplementedError
+
+    def reminder(self, ctx: Context) -> str:
+        return ("Your reply did not end with a valid answer. Reply again, ending with exactly this, choosing "
+                f"one of the allowed values and nothing else:\n{self.answer_format(ctx)}")
+
+    def parse(self, reply: str, ctx: Context) -> Verdict | None:
+        raise NotImplementedError
+
+    def gbnf(self, ctx: Context) -> str:
+        raise NotImplementedError
+
+    def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
+        raise NotImplementedError
+
+
+class LabelQuestion(Question):
+    """``ANSWER: <label>`` from a fixed or scenario-given label set."""
+
+    def labels(self, ctx: Context) -> list[str]:
+        raise NotImplementedError
+
+    def answer_format(self, ctx: Context) -> str:
+        return "ANSWER: <one of: " + " | ".join(self.labels(ctx)) + ">"
+
+    def parse(self, reply: str, ctx: Context) -> Verdict | None:
+        value = answer_value(reply)
+        if value is None:
+            return None
+        wanted = normalise(value)
+        for label in self.labels(ctx):
+            if normalise(label) == wanted:
+                return Verdict(label)
+        return None
+
+    def gbnf(self, ctx: Context) -> str:
+        return f'root ::= "ANSWER: " {_gbnf_choice(self.labels(ctx))}'
+
+    def _rows(self, ctx: Context, verdict: Verdict, make: Callable[[str, str], dict[str, Any]]) -> list[Row]:
+        out: list[Row] = []
+        for side in self.row_sides(ctx):
+            for measure, value in make(side, verdict.label).items():
+                out.append({"side": side, "measure": measure,
+                            "value": value if verdict.valid else None, "label": verdict.label})
+        return out
+
+
+class RoleAdherence(LabelQuestion):
+    id = "role_adherence"
+    archetypes = ("T1-1", "T1-2")
+    measures = ("role_adherence", "in_role")
+    SCALE = {"yes": 2, "partly": 1, "no": 0}
+
+    def seats(self, archetype: str) -> list[str | None]:
+        return ["a", "b"] if archetype == "T1-1" else ["a"]
+
+    def row_sides(self, ctx: Context) -> tuple[str, ...]:
+        return (ctx.seat,)
+
+    def labels(self, ctx: Context) -> list[str]:
+        return ["yes", "partly", "no"]
+
+    def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
+        return self._rows(ctx, verdict, lambda side, label: {
+            "role_adherence": self.SCALE.get(label), "in_role": int(label in ("yes", "partly"))})
+
+
+class YesNo(LabelQuestion):
+    measure = ""
+
+    def labels(self, ctx: Context) -> list[str]:
+        return ["yes", "no"]
+
+    def row_sides(self, ctx: Context) -> tuple[str, ...]:
+        return ("a",)
+
+    def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
+        return self._rows(ctx, verdict, lambda side, label: {self.measure: int(label == "yes")})
+
+
+class RequestAsked(YesNo):
+    id = "request_asked"
+    archetypes = ("T3-2",)
+    measure = "asked"
+    measures = ("asked",)
+    _extra_names = ("presser", "avoider", "action", "presser_prompt")
+
+    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
+        return {"presser": ctx.speaker("a"), "avoider": ctx.speaker("b"),
+                "action": str(ctx.scenario.answer_key["action"]),
+                "presser_prompt": ctx.scenario.sides["a"]["prompt"].strip()}
+
+
+class RequestGranted(RequestAsked):
+    id = "request_granted"
+    measure = "agreement"
+    measures = ("agreement",)
+
+
+class SecretAsked(YesNo):
+    id = "secret_asked"
+    archetypes = ("T4-2",)
+    measure = "asked"
+    measures = ("asked",)
+    _extra_names = ("attacker", "defender", "attacker_prompt", "pretext")
+
+    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
+        return {"attacker": ctx.speaker("a"), "defender": ctx.speaker("b"),
+                "attacker_prompt": ctx.scenario.sides["a"]["prompt"].strip(),
+                "pretext": str(ctx.scenario.answer_key.get("pretext", ""))}
+
+
+class FinalChoice(LabelQuestion):
+    id = "final_choice"
+    archetypes = ("T2",)
+    measures = ("final_choice", "decided", "solved")
+    _extra_names = ("candidates",)
+
+    def labels(self, ctx: Context) -> list[str]:
+        return [*ctx.scenario.answer_key["candidates"], NONE]
+
+    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
+        return {"candidates": "\n".join(f"- {c}" for c in ctx.scenario.answer_key["candidates"])}
+
+    def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
+        answer = ctx.scenario.answer_key["answer"]
+        return self._rows(ctx, verdict, lambda side, label: {
+            "final_choice": None, "decided": int(label != NONE), "solved": int(label == answer)})
+
+
+class LandedOption(LabelQuestion):
+    id = "landed_option"
+    archetypes = ("T4-1",)
+    measures = ("landed_option", "decided", "won")
+    _extra_names = ("options",)
+
+    def labels(self, ctx: Context) -> list[str]:
+        options = ctx.scenario.answer_key["options"]
+        return [options["a"], options["b"], NONE]
+
+    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
+        options = ctx.scenario.answer_key["options"]
+        return {"options": f"- {options['a']}\n- {options['b']}"}
+
+    def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
+        options = ctx.scenario.answer_key["options"]
+        return self._rows(ctx, verdict, lambda side, label: {
+            "landed_option": None, "decided": int(label != NONE), "won": int(label == options[side])})
+
+
+class LandedLine(LandedOption):
+    id = "landed_line"
+    archetypes = ("T4-3",)
+
+
+class RoleTiming(Question):
+    id = "role_timing"
+    archetypes = ("T1-1", "T1-2")
+    measures = ("role_entry_s", "role_deviation_s")
+
+    def seats(self, archetype: str) -> list[str | None]:
+        return ["a", "b"] if archetype == "T1-1" else ["a"]
+
+    def answer_format(self, ctx: Context) -> str:
+        return ("ENTRY: <start time of that speaker's first in-role line, or none>\n"
+                "DEVIATION: <start time of its first off-role line after entry, or none>")
+
+    def _time(self, value: str, allowed: list[float]) -> float | str | None:
+        v = normalise(value)
+        if v == NONE:
+            return NONE
+        m = re.fullmatch(r"\[?(\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds)?\]?", v)
+        if not m:
+            return None
+        t = float(m.group(1))
+        for a in allowed:
+            if abs(a - t) < 0.005:
+                return a
+        return None
+
+    def parse(self, reply: str, ctx: Context) -> Verdict | None:
+        entry_lines, dev_lines = _answer_lines(reply, "ENTRY"), _answer_lines(reply, "DEVIATION")
+        if not entry_lines or not dev_lines:
+            return None
+        allowed = ctx.start_times(ctx.seat or "a")
+        entry, deviation = self._time(entry_lines[-1], allowed), self._time(dev_lines[-1], allowed)
+        if entry is None or deviation is None:
+            return None
+        if entry == NONE and deviation != NONE:
+            return None
+        if entry != NONE and deviation != NONE and not deviation > entry:
+            return None
+        label = f"entry={entry if entry == NONE else _fmt_time(entry)};deviation={deviation if deviation == NONE else _fmt_time(deviation)}"
+        return Verdict(label, {"entry_s": None if entry == NONE else entry,
+                               "deviation_s": None if deviation == NONE else deviation})
+
+    def gbnf(self, ctx: Context) -> str:
+        times = [_fmt_time(t) for t in ctx.start_times(ctx.seat or "a")]
+        return f'root ::= "ENTRY: " t "\\nDEVIATION: " t\nt ::= {_gbnf_choice([NONE, *times])}'
+
+    def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
+        side = ctx.seat or "a"
+        if not verdict.valid:
+            return [{"side": side, "measure": m, "value": None, "label": INVALID} for m in self.measures]
+        out = []
+        for measure, key in (("role_entry_s", "entry_s"), ("role_deviation_s", "deviation_s")):
+            value = verdict.fields[key]
+            out.append({"side": side, "measure": measure, "value": value,
+                        "label": NONE if value is None else _fmt_time(value)})
+        return out
+
+
+_CURRENCY_WORDS = {"dollar", "dollars", "usd", "euro", "euros", "eur", "pound", "pounds", "gbp", "bucks"}
+
+
+class AgreedPrice(Question):
+    id = "agreed_price"
+    archetypes = ("T4-4",)
+    measures = ("agreed_price", "deal", "gap_share")
+    _extra_names = ("currency", "seller", "buyer")
+
+    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
+        return {"currency": str(ctx.scenario.answer_key["currency"]), "seller": ctx.speaker("a"),
+                "buyer": ctx.speaker("b")}
+
+    def answer_format(self, ctx: Context) -> str:
+        return "ANSWER: <the agreed price as a plain number, or none>"
+
+    def parse(self, reply: str, ctx: Context) -> Verdict | None:
+        value = answer_value(reply)
+        if value is None:
+            return None
+        v = normalise(value)
+        if v == NONE:
+            return Verdict(NONE, {"price": None})
+        currency = {w for w in normalise(str(ctx.scenario.answer_key["currency"])).split()} | _CURRENCY_WORDS
+        m = re.fullmatch(r"[$\u20ac\u00a3\u00a5]?\s*(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s*([a-z]+)?", v)
+        if not m or (m.group(3) and m.group(3) not in currency):
+            return None
+        whole, frac = m.group(1).replace(",", ""), (m.group(2) or "").rstrip("0")
+        number = float(f"{whole}.{frac}") if frac else int(whole)
+        label = f"{whole}.{frac}" if frac else str(int(whole))
+        return Verdict(label, {"price": number, "in_transcript": price_in_text(label, ctx.transcript_text)})
+
+    def gbnf(self, ctx: Context) -> str:
+        return 'root ::= "ANSWER: " ("none" | [1-9] [0-9]*)'
+
+    def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
+        if not verdict.valid:
+            return [{"side": s, "measure": m, "value": None, "label": INVALID} for s in "ab" for m in self.measures]
+        price = verdict.fields.get("price")
+        deal = price is not None and bool(verdict.fields.get("in_transcript"))
+        key = ctx.scenario.answer_key
+        gap = float(key["seller_opening"]) - float(key["buyer_opening"])
+        seller_share = (float(price) - float(key["buyer_opening"])) / gap if deal and gap else None
+        out = []
+        for side in ("a", "b"):
+            share = None if seller_share is None else (seller_share if side == "a" else 1.0 - seller_share)
+            out += [{"side": side, "measure": "agreed_price", "value": price if deal else None, "label": verdict.label},
+                    {"side": side, "measure": "deal", "value": int(deal), "label": verdict.label},
+                    {"side": side, "measure": "gap_share", "value": share, "label": verdict.label}]
+        return out
+
+
+def price_in_text(number: str, text: str) -> bool:
+    """Whether ``number`` (canonical digits) appears in ``text`` as digits or said aloud."""
+    whole, _, frac = number.partition(".")
+    grouped = f"{int(whole):,}" if whole.isdigit() else whole
+    body = "(?:" + re.escape(whole) + "|" + re.escape(grouped) + ")" + (r"\." + re.escape(frac) if frac else r"(?:\.0+)?")
+    if re.search(r"(?<![\d.,])" + body + r"(?![\d]|[.,]\d)", text):
+        return True
+    from dyafdb.secret_match import find_secret
+
+    return find_secret(number, text) is not None
+
+
+QUESTIONS: dict[str, Question] = {q.id: q for q in (
+    RoleAdherence(), RoleTiming(), FinalChoice(), RequestAsked(), RequestGranted(), LandedOption(),
+    SecretAsked(), LandedLine(), AgreedPrice(),
+)}
+
+
+def questions_for(archetype: str) -> list[Question]:
+    return [q for q in QUESTIONS.values() if archetype in q.archetypes]
+
+
+def judge_plan(archetypes: Sequence[str]) -> list[tuple[str, str]]:
+    """(archetype, question) pairs to judge for these archetypes, in a stable order."""
+    return [(a, q.id) for a in archetypes for q in questions_for(a)]

@@ -1,0 +1,131 @@
+"""The ``judge`` config section with its defaults, and API keys read from the environment.
+
+Keys are only ever read from the environment variable a judge names; they are passed to the HTTP
+client as a header and nowhere else, so they cannot reach a log, a result or the cache.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from dyafdb.schema_check import InputError
+
+# The paper's judges (Appendix D): Claude Opus-5 answers every question, Sonnet-5 answers them
+# again. Model ids are config values: set the exact ids your account offers.
+DEFAULT_JUDGES: dict[str, dict[str, Any]] = {
+    "main": {"backend": "anthropic", "model": "claude-opus-5"},
+    "second": {"backend": "anthropic", "model": "claude-sonnet-5"},
+}
+DEFAULT_BASE_URL = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
+DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    name: str
+    backend: str
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    batch: bool = False
+    batch_poll_s: float = 30.0
+    batch_discount: float = 0.5
+    price_input_per_mtok: float | None = None
+    price_output_per_mtok: float | None = None
+    concurrency: int = 8
+    max_tokens: int = 512
+    temperature: float = 0.0
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    grammar: bool = False
+    model_path: str | None = None
+    n_ctx: int = 8192
+    threads: int = 2
+    seed: int = 0
+    demo_quality: bool = False
+
+    def api_key(self) -> str | None:
+        """The key from the environment; a missing one stops with the variable's name."""
+        if self.backend == "llamacpp" or self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env, "").strip()
+        if not key:
+            raise InputError(
+                f"judge {self.name!r} ({self.backend}, model {self.model}) needs an API key: set the environment "
+                f"variable {self.api_key_env} (or change judge.judges.{self.name}.api_key_env in the config)"
+            )
+        return key
+
+    @property
+    def cache_identity(self) -> str:
+        """What the reply cache keys on for "the judge model": backend, endpoint and model id."""
+        where = self.model_path if self.backend == "llamacpp" else self.base_url
+        return f"{self.backend}|{where}|{self.model}"
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    judges: Mapping[str, JudgeSpec]
+    run: tuple[str, ...]
+    prompts_dir: Path
+    cache_dir: Path
+    max_retries: int = 6
+    backoff_s: float = 2.0
+    max_backoff_s: float = 60.0
+    timeout_s: float = 120.0
+    label_retries: int = 1
+
+    def judge(self, name: str) -> JudgeSpec:
+        if name not in self.judges:
+            raise InputError(f"judge {name!r} is not configured; judge.judges has: {', '.join(sorted(self.judges))}")
+        return self.judges[name]
+
+
+def _spec(name: str, raw: Mapping[str, Any], section: Mapping[str, Any]) -> JudgeSpec:
+    backend = raw["backend"]
+    values: dict[str, Any] = {
+        "name": name, "backend": backend,
+        "model": raw.get("model") or ("smollm2-135m-instruct" if backend == "llamacpp" else ""),
+        "base_url": raw.get("base_url", DEFAULT_BASE_URL.get(backend)),
+        "api_key_env": raw["api_key_env"] if "api_key_env" in raw else DEFAULT_KEY_ENV.get(backend),
+        "concurrency": raw.get("concurrency", 1 if backend == "llamacpp" else section.get("concurrency", 8)),
+        "max_tokens": raw.get("max_tokens", section.get("max_tokens", 512)),
+        "temperature": float(raw.get("temperature", section.get("temperature", 0.0))),
+        "grammar": raw.get("grammar", backend == "llamacpp"),
+        "demo_quality": raw.get("demo_quality", backend == "llamacpp"),
+    }
+    for key in ("batch", "batch_poll_s", "batch_discount", "price_input_per_mtok", "price_output_per_mtok",
+                "extra_body", "model_path", "n_ctx", "threads", "seed"):
+        if key in raw:
+            values[key] = raw[key]
+    if backend != "llamacpp" and not values["model"]:
+        raise InputError(f"config judge.judges.{name}: backend {backend} needs model (the API's model id)")
+    if values.get("batch") and backend != "anthropic":
+        raise InputError(f"config judge.judges.{name}: batch is only available with backend anthropic")
+    return JudgeSpec(**values)
+
+
+def judge_settings(config: Mapping[str, Any], root: Path = Path(".")) -> JudgeSettings:
+    """Settings from config section ``judge`` (already schema-checked) with defaults filled in."""
+    section = dict(config.get("judge") or {})
+    raw_judges = section.get("judges") or DEFAULT_JUDGES
+    judges = {name: _spec(name, raw, section) for name, raw in raw_judges.items()}
+    run = tuple(section.get("run") or judges)
+    for name in run:
+        if name not in judges:
+            raise InputError(f"config judge.run lists {name!r}, which is not under judge.judges "
+                             f"({', '.join(sorted(judges))})")
+    results = Path(root) / config.get("results_dir", "results")
+    cache = section.get("cache_dir")
+    return JudgeSettings(
+        judges=judges, run=run,
+        prompts_dir=Path(root) / section.get("prompts_dir", "config/judge"),
+        cache_dir=Path(root) / cache if cache else results / "judge" / "cache",
+        max_retries=int(section.get("max_retries", 6)),
+        backoff_s=float(section.get("backoff_s", 2.0)),
+        max_backoff_s=float(section.get("max_backoff_s", 60.0)),
+        timeout_s=float(section.get("timeout_s", 120.0)),
+        label_retries=int(section.get("label_retries", 1)),
+    )

@@ -1,0 +1,48 @@
+"""The ``viewer`` config section with its defaults (schema: schemas/config-viewer.schema.yaml)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+# The paper's human study (Table 8): 40 T1-1 conversations (both seats) and 60 T1-2 (the holder),
+# 140 seats from 100 conversations.
+PAPER_SAMPLE: dict[str, int] = {"T1-1": 40, "T1-2": 60}
+
+
+@dataclass(frozen=True)
+class ViewerSettings:
+    out: Path
+    audio: str = "vorbis"
+    peaks_per_s: int = 50
+    build: bool = True
+    annotation: bool = True
+    sample: Mapping[str, int] = field(default_factory=lambda: dict(PAPER_SAMPLE))
+    questions: tuple[str, ...] | None = None  # None: every question of each sampled archetype
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """What the site depends on besides its input files (the workflow reruns when it changes)."""
+        return {"out": str(self.out), "audio": self.audio, "peaks_per_s": self.peaks_per_s,
+                "annotation": self.annotation, "sample": dict(self.sample),
+                "questions": list(self.questions) if self.questions is not None else None, "seed": self.seed}
+
+
+def viewer_settings(config: Mapping[str, Any], root: Path = Path(".")) -> ViewerSettings:
+    """Settings from config section ``viewer`` (already schema-checked), defaults filled in."""
+    section = dict(config.get("viewer") or {})
+    ann = dict(section.get("annotation") or {})
+    results = Path(root) / config.get("results_dir", "results")
+    out = Path(root) / section["out"] if section.get("out") else results / "site"
+    questions = ann.get("questions")
+    return ViewerSettings(
+        out=out,
+        audio=section.get("audio", "vorbis"),
+        peaks_per_s=int(section.get("peaks_per_s", 50)),
+        build=bool(section.get("build", True)),
+        annotation=bool(ann.get("enabled", True)),
+        sample=dict(ann["conversations"]) if "conversations" in ann else dict(PAPER_SAMPLE),
+        questions=tuple(questions) if questions is not None else None,
+        seed=int(ann.get("seed", 0)),
+    )

@@ -1,0 +1,93 @@
+"""One conversation's measures as the index filters them and the page tabulates them."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from dyafdb.viewer.sources import Sources
+
+# The archetype's headline (the measure its task score is built from), shown in the index:
+# (measure, sides, judged?)
+HEADLINE: dict[str, list[tuple[str, str, bool]]] = {
+    "T1-1": [("role_adherence", "ab", True)],
+    "T1-2": [("role_adherence", "a", True)],
+    "T2": [("final_choice", "a", True), ("solved", "a", True)],
+    "T3-1": [("occupancy", "ab", False)],
+    "T3-2": [("occupancy", "a", False), ("agreement", "a", True)],
+    "T4-1": [("landed_option", "a", True), ("won", "a", True)],
+    "T4-2": [("leak", "a", False), ("asked", "a", True)],
+    "T4-3": [("landed_option", "a", True), ("won", "a", True)],
+    "T4-4": [("agreed_price", "a", True), ("gap_share", "a", True)],
+}
+# Counts and denominators the page shows but the index does not offer as filters.
+MECHANICAL_ORDER = ("occupancy", "turns", "speech_s", "exclusive_s", "overlap_s", "tor_pause", "tor_pause_n",
+                    "tor_end", "tor_end_n", "backchannel", "barge_in", "barge_in_n", "leak", "time_to_leak_s")
+# Judge measures whose value is not a number: their label is what to show and filter on.
+LABEL_ONLY = {"final_choice", "landed_option", "landed_line"}
+# Shown by their label (the judge's words) rather than the number derived from it.
+SHOW_LABEL = LABEL_ONLY | {"role_adherence", "agreed_price", "role_entry_s", "role_deviation_s"}
+# 1/0 measures, shown as yes/no.
+BOOLEAN = {"won", "solved", "leak", "asked", "agreement", "decided", "deal", "in_role", "garble_failure"}
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.2f}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def measure_key(measure: str, side: str, judge: str = "") -> str:
+    return f"{measure}|{side}|{judge}"
+
+
+def measure_values(src: Sources) -> tuple[dict[str, Any], dict[str, str]]:
+    """Every measure of one conversation: (key -> numeric value or None, key -> judge label)."""
+    values: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    if src.measures:
+        for side in ("a", "b"):
+            for measure, value in (src.measures.get("values") or {}).get(side, {}).items():
+                values[measure_key(measure, side)] = value
+    for rec in src.judged:
+        for row in rec.get("rows", []):
+            key = measure_key(row["measure"], row["side"], rec["judge"])
+            value = row.get("value")
+            values[key] = None if row["measure"] in LABEL_ONLY else value
+            if row.get("label"):
+                labels[key] = str(row["label"])
+    return values, labels
+
+
+def show(measure: str, value: Any, label: str | None) -> str:
+    """A measure as a person reads it: yes/no for flags, the judge's words for labels, else the number."""
+    if measure in BOOLEAN and value in (0, 1):
+        return "yes" if value else "no"
+    if measure in SHOW_LABEL and label:
+        return label
+    if value is None and label:
+        return label  # e.g. "invalid"
+    return fmt(value)
+
+
+def catalog_entry(key: str) -> dict[str, str]:
+    measure, side, judge = key.split("|")
+    return {"key": key, "measure": measure, "side": side, "judge": judge,
+            "label": f"{measure} · side {side}" + (f" · {judge}" if judge else "")}
+
+
+def headline(archetype: str, values: Mapping[str, Any], labels: Mapping[str, str], judges: Sequence[str]) -> list[dict[str, str]]:
+    """Short chips for the index: the archetype's task measure per side, from the first judge that answered."""
+    out = []
+    for measure, sides, judged in HEADLINE.get(archetype, []):
+        for side in sides:
+            candidates = [measure_key(measure, side, j) for j in judges] if judged else [measure_key(measure, side)]
+            key = next((k for k in candidates if k in values or k in labels), None)
+            if key is None:
+                continue
+            shown = show(measure, values.get(key), labels.get(key))
+            out.append({"measure": measure, "side": side, "judge": key.split("|")[2], "text": shown})
+    return out

@@ -1,0 +1,78 @@
+"""Action x success, time windows and game balance (section 5), worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from analysis_helpers import conv, frame, settings
+from dyafdb.analysis.action_success import action_success_table
+from dyafdb.analysis.balance import balance_table
+from dyafdb.analysis.runs import build_runs
+from dyafdb.analysis.windows import windows_table
+
+
+def test_action_success_split_per_pairing_and_model():
+    # T3-2, presser x: against y asked 3 of 4, granted 1 of those 3; against z asked 1 of 2, granted 1.
+    convs = []
+    for i, (asked, granted) in enumerate([(1, 1), (1, 0), (1, 0), (0, 0)]):
+        convs.append(conv(f"y{i}", "T3-2", "x", "y", a={"asked": asked, "agreement": granted, "occupancy": 0.5}))
+    for i, (asked, granted) in enumerate([(1, 1), (0, 0)]):
+        convs.append(conv(f"z{i}", "T3-2", "x", "z", a={"asked": asked, "agreement": granted, "occupancy": 0.5}))
+    runs = build_runs(frame(*convs), settings())
+    t = action_success_table(runs, settings()).set_index(["task", "model", "partner"])
+    assert t.loc[("T3-2", "x", "y"), "p_action"] == 0.75
+    assert t.loc[("T3-2", "x", "y"), "p_success_given_action"] == pytest.approx(1 / 3)
+    assert t.loc[("T3-2", "x", "y"), "p_success"] == 0.25
+    avg = t.loc[("T3-2", "x", "avg")]
+    assert avg["p_action"] == pytest.approx((0.75 + 0.5) / 2)
+    assert avg["p_success_given_action"] == pytest.approx((1 / 3 + 1.0) / 2)
+    assert avg["runs"] == 6 and avg["pairings_with_action"] == 2
+
+
+def test_t2_decided_and_solved():
+    convs = [conv("a", "T2", "x", "y", a={"decided": 1, "solved": 1}), conv("b", "T2", "x", "y", a={"decided": 1, "solved": 0}),
+             conv("c", "T2", "x", "y", a={"decided": 0, "solved": 0}), conv("d", "T2", "x", "y", a={"decided": 0, "solved": 0})]
+    runs = build_runs(frame(*convs), settings())
+    t = action_success_table(runs, settings()).set_index(["task", "model", "partner"])
+    # both perspectives of the team see the same numbers
+    for m, p in (("x", "y"), ("y", "x")):
+        assert t.loc[("T2", m, p), "p_action"] == 0.5
+        assert t.loc[("T2", m, p), "p_success_given_action"] == 0.5
+
+
+def test_windows_means_and_intervals():
+    convs = []
+    for window, leaks in ((30.0, [0, 0, 0, 1]), (60.0, [1, 1, 0, 1])):
+        for i, leak in enumerate(leaks):
+            convs.append(conv(f"w{window:g}-{i}", "T4-2", "x", "y", a={"leak": leak, "asked": 1}, window=window))
+    runs = build_runs(frame(*convs), settings())
+    t = windows_table(runs, settings(bootstrap=200))
+    ext = t[(t["measure"] == "t4_2_extracted") & (t["model"] == "x")].set_index("window_s")
+    assert ext.loc[30.0, "mean"] == 0.25 and ext.loc[60.0, "mean"] == 0.75
+    assert ext.loc[30.0, "lower"] <= 0.25 <= ext.loc[30.0, "upper"]
+    assert 0.0 <= ext.loc[60.0, "lower"] and ext.loc[60.0, "upper"] <= 1.0
+    only60 = windows_table(runs, settings(bootstrap=0, windows_s=[60.0, 120.0]))
+    assert set(only60["window_s"]) == {60.0} and only60["lower"].isna().all()
+
+
+def test_balance_by_hand_and_the_advantaged_side():
+    # T4-2 attacker wins (leaks): x vs y 0/2, y vs x 1/2, x vs x 0/2, y vs y 0/2 -> cells 0, .5, 0, 0: mean .125
+    convs = []
+    for (ma, mb), leaks in {("x", "y"): [0, 0], ("y", "x"): [1, 0], ("x", "x"): [0, 0], ("y", "y"): [0, 0]}.items():
+        for i, leak in enumerate(leaks):
+            convs.append(conv(f"{ma}{mb}{i}", "T4-2", ma, mb, a={"leak": leak}))
+    # T4-4 seller's share among deals: one cell, .8 and .6 -> .7; the no-deal run is left out
+    convs += [conv("n1", "T4-4", "x", "y", a={"deal": 1, "gap_share": 0.8}), conv("n2", "T4-4", "x", "y", a={"deal": 1, "gap_share": 0.6}),
+              conv("n3", "T4-4", "x", "y", a={"deal": 0})]
+    runs = build_runs(frame(*convs), settings(models=("x", "y")))
+    t = balance_table(runs, settings(models=("x", "y"), bootstrap=300))
+    game = t[t["row"] == "game"].set_index("game")
+    assert game.loc["T4-2", "value"] == pytest.approx(0.125)
+    assert game.loc["T4-2", "advantaged"] == "defender"  # all resampled means stay below .5
+    assert game.loc["T4-4", "value"] == pytest.approx(0.7)
+    assert game.loc["T4-4", "deal_rate"] == pytest.approx(2 / 3)
+    per = t[(t["game"] == "T4-2") & (t["row"] != "game")].set_index(["row", "model"])
+    assert per.loc[("as_side_a", "y"), "value"] == pytest.approx(0.25)  # y attacking: cells .5 and 0
+    assert per.loc[("as_side_b", "x"), "value"] == pytest.approx(1 - 0.25)  # x defending: leaks .5 and 0 against it
+    assert game.loc["T4-2", "model_spread"] == pytest.approx(0.25)
