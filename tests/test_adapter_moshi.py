@@ -26,6 +26,12 @@ from dyafdb.agents.scripted import ScriptedAgent  # noqa: E402
 from dyafdb.bridge import run_bridge  # noqa: E402
 from dyafdb.schema_check import InputError  # noqa: E402
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with moshi_tiny.one_torch_thread():
+        yield
+
+
 PARTNER = {"script": [{"start_s": 0.0, "end_s": 2.0, "text": "hello there my friend", "amplitude": 0.05}]}
 
 
@@ -102,7 +108,7 @@ def test_missing_weights_say_what_to_download(tmp_path, monkeypatch):
 def test_runs_as_an_out_of_process_worker(checkpoint, tmp_path):
     log = tmp_path / "worker.log"
     remote = RemoteAgent("moshi", "moshi", params(checkpoint), command=[sys.executable, "-m", "dyafdb.worker"],
-                         env={"NO_TORCH_COMPILE": "1"}, startup_timeout_s=120, step_timeout_s=30, log_path=str(log))
+                         env={"NO_TORCH_COMPILE": "1", "OMP_NUM_THREADS": "1"}, startup_timeout_s=120, step_timeout_s=30, log_path=str(log))
     try:
         result = record(remote, seed=5, window=12)
         local = record(MoshiAgent(params(checkpoint), "moshi"), seed=5, window=12)

@@ -27,8 +27,15 @@ from dyafdb.agents.scripted import ScriptedAgent  # noqa: E402
 from dyafdb.bridge import run_bridge  # noqa: E402
 from dyafdb.schema_check import InputError  # noqa: E402
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with moshi_tiny.one_torch_thread():
+        yield
+
+
 PROTO = moshi_tiny.train_tokenizer()
 ROLE = "You are Avery, a friendly host. You want to book the table."
+SHORT_ROLE = "you enjoy a good conversation"  # few tokens of the tiny vocabulary: a short prompt phase
 
 
 class TinyPersonaPlex(PersonaPlexAgent):
@@ -121,9 +128,10 @@ def test_wav_voice_prompt_goes_through_mimi(tmp_path):
 def test_frame_loop_through_the_bridge_is_seeded_and_filters_padding(voice_pt):
     partner = {"script": [{"start_s": 0.0, "end_s": 1.5, "text": "hello there friend", "amplitude": 0.05}]}
     runs = []
+    agent = make_agent(voice_pt)  # one model, reused for three conversations (as a worker does)
     for seed in (11, 11, 12):
-        agents = {"a": make_agent(voice_pt), "b": ScriptedAgent(partner, "scripted")}
-        sessions = {"a": session("a", seed, window=36), "b": session("b", 1, window=36)}
+        agents = {"a": agent, "b": ScriptedAgent(partner, "scripted")}
+        sessions = {"a": session("a", seed, prompt=SHORT_ROLE, window=36), "b": session("b", 1, window=36)}
         runs.append(run_bridge(agents, sessions, window_ticks=36, lead_in_ticks=19, opener="a"))
     first, again, other = runs
     assert first.ticks == 36 and first.end_reason == "window"

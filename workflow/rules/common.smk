@@ -1,3 +1,4 @@
+import hashlib
 import json
 import os
 import shlex
@@ -56,13 +57,15 @@ def pair_models(wildcards):
 def record_params(wildcards):
     """What a recording depends on besides its scenario: the two models' settings and the bridge."""
     row = conversation(wildcards)
-    return json.dumps(
+    spec = json.dumps(
         {
             "models": {m: model_spec(m) for m in (row.model_a, row.model_b)},
             "bridge": {"lead_in_s": config["bridge"]["lead_in_s"]},
         },
         sort_keys=True,
     )
+    # A digest, not the JSON: short in job metadata, and no braces for Snakemake to read as wildcards.
+    return hashlib.sha256(spec.encode()).hexdigest()[:16]
 
 
 def recording_meta(wildcards):

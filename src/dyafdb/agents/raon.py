@@ -124,15 +124,18 @@ class GatewayProcess:
         return ("\n  gateway log (last lines):\n    " + "\n    ".join(tail)) if tail else ""
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            try:
+        try:
+            if self.proc.poll() is None:
                 os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
+                try:
+                    self.proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                    self.proc.wait()
+            else:  # the gateway died; its helpers (SGLang schedulers) may still hold the GPU
                 os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-            except ProcessLookupError:
-                pass
+        except ProcessLookupError:
+            pass
         self._log.close()
 
 
@@ -201,7 +204,11 @@ class RaonAgent:
         self.gateway = GatewayProcess([fill(a) for a in argv], str(expand(fill(spec["cwd"]))) if spec.get("cwd") else None,
                                       {k: fill(v) for k, v in (spec.get("env") or {}).items()}, log)
         url = fill(url).rstrip("/")
-        self._wait_healthy(url, float(spec.get("startup_timeout_s", 1200)))
+        try:
+            self._wait_healthy(url, float(spec.get("startup_timeout_s", 1200)))
+        except BaseException:
+            self.gateway.stop()  # a gateway that never became healthy must not hold its GPU
+            raise
         return url
 
     def _http(self, method: str, url: str, body: dict | None = None, timeout: float = 10.0) -> dict:
