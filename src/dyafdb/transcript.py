@@ -69,9 +69,12 @@ class TranscriptParams:
 # ---------------------------------------------------------------- joining tokens into text
 
 def token_mode(texts: Iterable[str]) -> str:
-    """``"pieces"`` when tokens carry their own spacing, else ``"words"`` (see module doc)."""
+    """``"pieces"`` when tokens carry their own spacing, else ``"words"`` (see module doc).
+
+    Blank tokens say nothing about the mode and are ignored here.
+    """
     for t in texts:
-        if t and (t[0].isspace() or t[-1].isspace() or "\u2581" in t):
+        if t.strip() and (t[0].isspace() or t[-1].isspace() or "\u2581" in t):
             return "pieces"
     return "words"
 

@@ -2,7 +2,8 @@
 
 Per channel, in this order:
 
-1. **Frame RMS.** ``sqrt(mean(x**2))`` of each frame's 1,920 float samples (computed in float64).
+1. **Frame RMS.** ``sqrt(mean(x**2))`` of each frame's 1,920 float samples (float64 wherever a
+   frame is near a threshold; see :func:`frame_rms`).
    A trailing partial frame (never written by the bridge) is ignored.
 2. **Hysteresis.** A segment starts at the first frame whose RMS is *strictly above* ``start_rms``
    (0.010) and ends at the first later frame whose RMS is *strictly below* ``end_rms`` (0.004); that
@@ -80,11 +81,25 @@ class VadParams:
         return asdict(self)
 
 
-def frame_rms(channel: np.ndarray) -> np.ndarray:
-    """RMS of every whole 1,920-sample frame of one channel, as float64."""
+def frame_rms(channel: np.ndarray, exact_near: Sequence[float] = ()) -> np.ndarray:
+    """RMS of every whole 1,920-sample frame of one channel.
+
+    The sum of squares runs in float32 (4x faster than a float64 copy); every frame whose result
+    lies within 0.1 % of a value in ``exact_near`` (the thresholds) is then recomputed in float64,
+    far wider than float32's worst-case error over 1,920 terms (about 0.01 %), so each threshold
+    decision is exactly the float64 one.
+    """
     n = len(channel) // FRAME_SAMPLES
-    frames = np.asarray(channel[: n * FRAME_SAMPLES], dtype=np.float64).reshape(n, FRAME_SAMPLES)
-    return np.sqrt(np.einsum("ij,ij->i", frames, frames) / FRAME_SAMPLES)
+    frames = np.asarray(channel[: n * FRAME_SAMPLES], dtype=np.float32).reshape(n, FRAME_SAMPLES)
+    rms = np.sqrt(np.einsum("ij,ij->i", frames, frames).astype(np.float64) / FRAME_SAMPLES)
+    if len(exact_near):
+        near = np.zeros(n, dtype=bool)
+        for threshold in exact_near:
+            near |= np.abs(rms - threshold) <= 1e-3 * threshold
+        for i in np.flatnonzero(near):
+            row = frames[i].astype(np.float64)
+            rms[i] = np.sqrt(np.dot(row, row) / FRAME_SAMPLES)
+    return rms
 
 
 def hysteresis(rms: Sequence[float] | np.ndarray, start_rms: float, end_rms: float) -> list[Interval]:
@@ -132,7 +147,7 @@ def segments_from_rms(rms: Sequence[float] | np.ndarray, params: VadParams) -> l
 
 def detect(channel: np.ndarray, params: VadParams = VadParams()) -> list[Interval]:
     """Speech segments of one channel of float samples at 24 kHz."""
-    return segments_from_rms(frame_rms(channel), params)
+    return segments_from_rms(frame_rms(channel, (params.start_rms, params.end_rms)), params)
 
 
 def detect_stereo(audio: np.ndarray, params: VadParams = VadParams()) -> dict[str, list[Interval]]:

@@ -1,9 +1,4 @@
-def garble_params(wildcards):
-    """The garble watcher's settings, for conversations with a model marked garble_check only."""
-    row = conversation(wildcards)
-    if not any(model_spec(m).get("garble_check") for m in (row.model_a, row.model_b)):
-        return ""
-    return json.dumps(config.get("garble") or {}, sort_keys=True)
+from dyafdb.garble import garble_params
 
 
 rule record:
@@ -17,7 +12,7 @@ rule record:
     params:
         cfg=CONFIG_ARGS,
         spec=record_params,
-        garble=garble_params,
+        garble=lambda wildcards: garble_params(config, conversation(wildcards)),
         out=lambda wildcards, output: os.path.dirname(os.path.dirname(output.meta)),
     log:
         "logs/record/{conversation}.log",

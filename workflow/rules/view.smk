@@ -1,1 +1,42 @@
-# rules for the view stage are added by its issue
+# The conversation viewer and blind annotation pages: one job that writes a static site under
+# <results_dir>/site (dyafdb view; docs/viewer.md). Audio copies and waveform peaks are cached
+# next to the pages, so a rerun after new recordings or judge answers re-encodes only what changed.
+from dyafdb.viewer.settings import viewer_settings
+
+VIEWER = viewer_settings(config)
+VIEW_INDEX = f"{VIEWER.out}/index.html"
+VIEW_THREADS = 4
+# Measured (bench/bench_viewer.py, demo speech): Ogg Vorbis takes ~1.1 s per minute of stereo
+# recording on one core, FLAC ~0.15 s; the pages ~10 ms each. Planned with a margin for Vorbis.
+VIEW_AUDIO_MIN = sum(row.window_s for row in CONVERSATIONS.values()) / 60
+
+
+rule view:
+    input:
+        meta=expand(f"{RESULTS}/recordings/{{c}}/meta.json", c=CONVERSATION_IDS),
+        audio=expand(f"{RESULTS}/recordings/{{c}}/audio.wav", c=CONVERSATION_IDS),
+        segments=expand(f"{RESULTS}/segments/{{c}}.json", c=CONVERSATION_IDS),
+        transcripts=expand(f"{RESULTS}/transcripts/{{c}}.json", c=CONVERSATION_IDS),
+        measures=expand(f"{RESULTS}/measures/{{c}}.json", c=CONVERSATION_IDS),
+        judge=JUDGE_OUTPUTS,
+    output:
+        VIEW_INDEX,
+    params:
+        cfg=CONFIG_ARGS,
+        settings=json.dumps(VIEWER.to_json(), sort_keys=True),
+    log:
+        "logs/view.log",
+    benchmark:
+        "benchmarks/view.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    threads: VIEW_THREADS
+    resources:
+        mem_mb=2000,
+        runtime=10 + int(VIEW_AUDIO_MIN * 1.5 / VIEW_THREADS / 60),
+    shell:
+        "dyafdb view {params.cfg} --jobs {threads} > {log} 2>&1"
+
+
+if VIEWER.build:
+    FINAL_TARGETS.append(VIEW_INDEX)

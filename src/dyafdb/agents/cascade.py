@@ -39,6 +39,9 @@ SPOKEN_KINDS = ("opening", "reply", "barge_in", "idle")  # utterances that enter
 # Partner silence that ends an episode of being talked over: longer than the pauses at commas, so
 # an interruption that breathes still counts as one.
 OVERLAP_GAP_TICKS = 5
+# "The partner is speaking" when a reply falls due: voiced within the last 0.24 s, so a due tick that
+# lands in a gap between two words still counts as talking.
+SPEAKING_TICKS = 3
 
 
 @dataclass
@@ -70,7 +73,7 @@ class CascadeAgent:
         self._barge_ticks = None if p.barge_in_after_s is None else Policy.ticks(p.barge_in_after_s)
         self.session: Session | None = None
         self.stats: dict[str, Any] = {}
-        self._backchannel_speech = [self._speak(b) for b in p.backchannels]  # synthesised once, reused
+        self._backchannel_speech = [self._speak(b, p.backchannel_length_scale) for b in p.backchannels]  # once, reused
 
     # -- protocol --------------------------------------------------------------------------
     def open(self, session: Session) -> AgentInfo:
@@ -115,7 +118,7 @@ class CascadeAgent:
             self._while_speaking(voiced)
         if self.playing is None:
             self._while_quiet(t)
-        frame = self._play(t)
+        frame = self._play()
         self.tick += 1
         return frame
 
@@ -151,7 +154,7 @@ class CascadeAgent:
         self.last_spoke_end = self.tick
         self.overlap, self.overlap_decided = 0, False
 
-    def _play(self, t: int) -> Frame:
+    def _play(self) -> Frame:
         utt = self.playing
         if utt is None:
             return Frame(np.zeros(FRAME_SAMPLES, dtype=np.float32))
@@ -212,7 +215,7 @@ class CascadeAgent:
         if t < due.start_tick:
             return
         self.due = None
-        if self.listener.voiced and not self.policy.start_over_partner and due.kind != "barge_in":
+        if self.listener.silence_run < SPEAKING_TICKS and not self.policy.start_over_partner and due.kind != "barge_in":
             self.stats["dropped"] += 1  # the partner took the floor back while we were thinking
             return
         due.start_tick = t
@@ -240,9 +243,10 @@ class CascadeAgent:
         latency = Policy.ticks(p.latency_s + p.latency_per_word_s * (heard_words + word_count(text)))
         return Utterance(self._speak(text), kind, text, self.tick + latency)
 
-    def _speak(self, text: str) -> Speech:
+    def _speak(self, text: str, length_scale: float | None = None) -> Speech:
         p = self.policy
-        return self._timed(self.models.speak, text, p.length_scale, p.volume, p.sentence_gap_s)
+        rate = p.length_scale if length_scale is None else length_scale
+        return self._timed(self.models.speak, text, rate, p.volume, p.sentence_gap_s)
 
     def _generate(self, cue: str | None) -> str:
         p = self.policy
@@ -252,7 +256,7 @@ class CascadeAgent:
         seed = (self.session.seed * 1_000_003 + self.requests) & 0x7FFFFFFF
         raw = self._timed(self.models.chat, messages, seed, p.max_tokens, p.temperature, p.top_p, p.top_k,
                           p.repeat_penalty, self.llm_slot, self.requests > 1)
-        text = clean_reply(raw, p.max_sentences)
+        text = clean_reply(raw, p.max_sentences, p.max_words)
         return text or FALLBACKS[int(self.rng.integers(len(FALLBACKS)))]
 
     def _timed(self, fn: Any, *args: Any) -> Any:

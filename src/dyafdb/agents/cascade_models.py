@@ -288,6 +288,7 @@ def _load(threads: int, slot_ctx: int, slots: int) -> Models:
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     params.verbosity = 0  # llama.cpp logs every request at the default level
+    params.warmup = False  # an empty warm-up run costs ~0.25 s per process and changes no result
     llm = xllamacpp.Server(params)
     return Models(threads=threads, tts=tts, asr=asr, asr_tokenizer=asr_tokenizer, llm=llm, llm_slots=slots)
 

@@ -48,6 +48,7 @@ class Policy:
     backchannel_gap_s: float  # least time between two backchannels
     backchannel_pause_s: float  # length of partner pause that opens an opportunity
     backchannels: tuple[str, ...]
+    backchannel_length_scale: float  # backchannels are said quickly, so they stay shorter than yield_after_s
     # barging into a long partner turn (None: never)
     barge_in_after_s: float | None
     barge_in_probability: float
@@ -60,6 +61,7 @@ class Policy:
     top_k: int
     repeat_penalty: float
     max_sentences: int
+    max_words: int
     history_messages: int
     threads: int
 
@@ -76,18 +78,18 @@ class Policy:
 _COMMON: dict[str, Any] = {
     "vad_start_rms": 0.010, "vad_end_rms": 0.004, "min_turn_s": 0.24,
     "volume": 0.8, "sentence_gap_s": 0.4,
-    "yield_after_s": 0.48, "overlap_backchannel_s": 1.0,
+    "yield_after_s": 0.64, "overlap_backchannel_s": 1.0,
     "backchannel_after_s": 1.6, "backchannel_gap_s": 2.4, "backchannel_pause_s": 0.16,
-    "backchannels": ("Mm-hm.", "Uh-huh.", "Yeah."),
+    "backchannels": ("Mhm.", "Uh-huh.", "Yeah."), "backchannel_length_scale": 0.8,
     "barge_in_probability": 1.0,
-    "max_tokens": 40, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "repeat_penalty": 1.1,
-    "max_sentences": 2, "history_messages": 16, "threads": 1,
+    "max_tokens": 40, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "repeat_penalty": 1.2,
+    "max_sentences": 2, "max_words": 25, "history_messages": 16, "threads": 1,
 }
 
 PRESETS: dict[str, dict[str, Any]] = {
     "eager": {**_COMMON, "end_of_turn_silence_s": 0.32, "latency_s": 0.16, "latency_per_word_s": 0.01,
               "length_scale": 0.95, "start_over_partner": True, "yield_probability": 0.0,
-              "backchannel_probability": 0.1, "barge_in_after_s": 3.2, "idle_s": 2.8},
+              "backchannel_probability": 0.1, "barge_in_after_s": 4.0, "idle_s": 2.8},
     "polite": {**_COMMON, "end_of_turn_silence_s": 0.8, "latency_s": 0.48, "latency_per_word_s": 0.02,
                "length_scale": 1.05, "start_over_partner": False, "yield_probability": 1.0,
                "backchannel_probability": 0.6, "barge_in_after_s": None, "idle_s": 4.0},
@@ -98,7 +100,7 @@ _NON_NEGATIVE = {"min_turn_s", "end_of_turn_silence_s", "latency_s", "latency_pe
                  "yield_after_s", "overlap_backchannel_s", "backchannel_after_s", "backchannel_gap_s",
                  "backchannel_pause_s", "idle_s", "temperature"}
 _PROBABILITIES = {"yield_probability", "backchannel_probability", "barge_in_probability", "top_p"}
-_POSITIVE_INT = {"max_tokens", "top_k", "max_sentences", "history_messages", "threads"}
+_POSITIVE_INT = {"max_tokens", "top_k", "max_sentences", "max_words", "history_messages", "threads"}
 
 
 def parse_policy(params: dict[str, Any], model_name: str) -> Policy:
@@ -112,7 +114,8 @@ def parse_policy(params: dict[str, Any], model_name: str) -> Policy:
     if unknown:
         raise InputError(f"{where}: unknown cascade parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     values = {**PRESETS[variant], **params, "variant": variant}
-    for key in _NON_NEGATIVE | {"vad_start_rms", "vad_end_rms", "length_scale", "volume", "repeat_penalty"}:
+    for key in _NON_NEGATIVE | {"vad_start_rms", "vad_end_rms", "length_scale", "backchannel_length_scale", "volume",
+                                "repeat_penalty"}:
         if not isinstance(values[key], (int, float)) or isinstance(values[key], bool) or values[key] < 0:
             raise InputError(f"{where}.{key} = {values[key]!r}; expected a non-negative number")
     for key in _PROBABILITIES:

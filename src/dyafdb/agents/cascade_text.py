@@ -13,7 +13,8 @@ import re
 
 STYLE = ("You are {name}, talking out loud in a live conversation with one other person. "
          "Say one or two short sentences at a time, the way people talk. "
-         "No lists, no headings, no actions in brackets.")
+         "No lists, no headings, no actions in brackets. "
+         "Answer what they said in your own words; never repeat their words.")
 OPENING_CUE = "(The conversation starts now. Say your opening line.)"
 IDLE_CUE = "(The other person is silent. Say your next line.)"
 FALLBACKS = ("I see.", "Okay.", "Go on.", "Right, and then?")
@@ -51,7 +52,7 @@ def build_messages(system: str, history: list[tuple[str, str]], limit: int, cue:
     return [{"role": "system", "content": system}, *turns]
 
 
-def clean_reply(raw: str, max_sentences: int, max_words: int = 40) -> str:
+def clean_reply(raw: str, max_sentences: int, max_words: int = 25) -> str:
     """The sayable part of a completion: no brackets, tags or symbols; whole sentences only."""
     text = _BRACKETED.sub(" ", raw)
     lines = [_SPEAKER_TAG.sub("", line) for line in text.splitlines()]

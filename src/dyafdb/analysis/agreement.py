@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from dyafdb.analysis import columns as C
 from dyafdb.analysis.runs import CONVERSATION_LEVEL, build_runs, at_window
@@ -66,6 +65,8 @@ def rho(measure: str, x: pd.Series, y: pd.Series) -> float:
     ok = xs.notna() & ys.notna()
     if ok.sum() < 2 or xs[ok].nunique() < 2 or ys[ok].nunique() < 2:
         return np.nan
+    from scipy.stats import spearmanr  # scipy.stats takes a second to import; only this needs it
+
     return float(spearmanr(xs[ok], ys[ok]).statistic)
 
 

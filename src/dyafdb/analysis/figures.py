@@ -81,7 +81,7 @@ def variance_figure(table: pd.DataFrame, settings: Settings):
         ax.set_ylim(0, 1)
         ax.set_ylabel("η²")
         ax.set_title("turn-taking metrics" if kind == "turn_taking" else "task scores")
-        ax.legend(fontsize=7, ncol=2, frameon=False)
+        ax.legend(fontsize=7, ncol=len(terms), frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.06))
     if t["flag"].fillna("").ne("").any():
         fig.text(0.01, -0.02, "* self-play cells constant by construction (T3-1)", fontsize=7)
     fig.tight_layout()
@@ -140,7 +140,8 @@ def timing_figure(curves: pd.DataFrame, summary: pd.DataFrame, settings: Setting
                 if len(row):
                     med = row["median"].iloc[0]
                     ax.text(0.98, 0.04 if event == "entry" else 0.16, f"{event} median {med}{'' if med == 'n.r.' else ' s'}",
-                            transform=ax.transAxes, ha="right", fontsize=6, color=colors[event])
+                            transform=ax.transAxes, ha="right", fontsize=6, color=colors[event],
+                            bbox={"facecolor": "white", "alpha": 0.8, "lw": 0, "pad": 1})
             ax.axhline(0.5, color="#999", lw=0.5, ls=":")
             ax.set_ylim(0, 1)
             if i == 0:

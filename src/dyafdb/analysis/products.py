@@ -17,19 +17,14 @@ import yaml
 
 from dyafdb.analysis import columns as C
 from dyafdb.analysis import render
-from dyafdb.analysis.action_success import action_success_table
-from dyafdb.analysis.agreement import agreement_table
-from dyafdb.analysis.balance import balance_table
 from dyafdb.analysis.io import normalise_measures, read_measures, write_text, write_tsv
-from dyafdb.analysis.profiles import profiles_table, profiles_wide
-from dyafdb.analysis.rating import rating_tables
 from dyafdb.analysis.runs import at_window, build_runs, main_window, resolve_judges
 from dyafdb.analysis.settings import Settings
 from dyafdb.analysis.tables import Matrix, score_matrix, turn_taking_matrix
-from dyafdb.analysis.timing import timing_tables
-from dyafdb.analysis.variance import variance_table
-from dyafdb.analysis.windows import windows_table
 from dyafdb.schema_check import InputError
+
+# Each product imports its own module where it runs: one workflow job computes one product, and
+# scipy.stats or lifelines would otherwise be loaded by every job.
 
 RUN_STRINGS = [C.CONVERSATION, C.SUITE, "archetype", C.SCENARIO, C.SIDE, C.MODEL, C.PARTNER, C.ROLE, "task", "play",
                "adherence_label", C.REPETITION, C.QUALITY]
@@ -110,25 +105,28 @@ def turntaking_product(runs: pd.DataFrame, settings: Settings, metric: str, out:
 
 
 def variance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
+    from dyafdb.analysis.variance import variance_table
+
     table = variance_table(_main(runs, settings), settings)
     write_tsv(table, out)
     if html:
-        wide = table.pivot_table(index=["kind", "variant", "measure"], columns="term", values="eta2", sort=False)
-        sds = table.pivot_table(index=["kind", "variant", "measure"], columns="term", values="sd", sort=False)
-        cols = [t for t in ("task", "model", "partner", "model_x_partner", "residual") if t in wide.columns]
-        shown = wide[cols].copy().astype(object)
-        for t in cols:
-            shown[t] = [f"{render.fmt(v)} ± {render.fmt(s)}" if not pd.isna(s) else render.fmt(v)
-                        for v, s in zip(wide[t], sds[t] if t in sds else [np.nan] * len(wide))]
-        shown = shown.reset_index()
-        flags = table.groupby(["kind", "variant", "measure"], sort=False)["flag"].first().fillna("").reset_index(drop=True)
-        shown["flag"] = flags.to_numpy()
+        rows = []
+        for (kind, variant, measure), g in table.groupby(["kind", "variant", "measure"], sort=False):
+            row = {"kind": kind, "variant": variant, "measure": measure}
+            for _, r in g.iterrows():
+                row[r["term"]] = render.fmt(r["eta2"]) + ("" if pd.isna(r["sd"]) else f" ± {render.fmt(r['sd'])}")
+            row["flag"] = g["flag"].fillna("").iloc[0]
+            rows.append(row)
+        order = ["kind", "variant", "measure", "task", "model", "partner", "model_x_partner", "residual", "flag"]
+        shown = pd.DataFrame(rows, columns=[c for c in order if any(c in r for r in rows)] or order).fillna("")
         write_text(render.frame_html(shown, "Variance decomposition (eta², bootstrap SD)", settings,
                                      note="all = every cell; cross_play = self-play cells left out"), html)
     return table
 
 
 def timing_product(runs: pd.DataFrame, settings: Settings, out: Path, curves_out: Path, html: Path | None):
+    from dyafdb.analysis.timing import timing_tables
+
     summary, curves = timing_tables(_main(runs, settings), settings)
     write_tsv(summary, out)
     write_tsv(curves, curves_out)
@@ -142,6 +140,8 @@ def timing_product(runs: pd.DataFrame, settings: Settings, out: Path, curves_out
 
 
 def action_success_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
+    from dyafdb.analysis.action_success import action_success_table
+
     table = action_success_table(_main(runs, settings), settings)
     write_tsv(table, out)
     if html:
@@ -152,6 +152,8 @@ def action_success_product(runs: pd.DataFrame, settings: Settings, out: Path, ht
 
 
 def windows_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
+    from dyafdb.analysis.windows import windows_table
+
     table = windows_table(runs, settings)
     write_tsv(table, out)
     if html:
@@ -164,6 +166,8 @@ def windows_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pat
 
 
 def balance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
+    from dyafdb.analysis.balance import balance_table
+
     table = balance_table(_main(runs, settings), settings)
     write_tsv(table, out)
     if html:
@@ -177,6 +181,8 @@ def balance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pat
 
 def agreement_product(measures_paths: list[Path], settings: Settings, out: Path, html: Path | None,
                       human: Path | None = None) -> pd.DataFrame:
+    from dyafdb.analysis.agreement import agreement_table
+
     measures = read_measures(measures_paths)
     if (measures[C.QUALITY].str.lower() == "demo").any():
         settings.demo_quality = True
@@ -193,6 +199,8 @@ def agreement_product(measures_paths: list[Path], settings: Settings, out: Path,
 
 
 def profiles_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
+    from dyafdb.analysis.profiles import profiles_table, profiles_wide
+
     table = profiles_table(_main(runs, settings), settings)
     write_tsv(table, out)
     if html:
@@ -202,6 +210,8 @@ def profiles_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pa
 
 
 def rating_product(runs: pd.DataFrame, settings: Settings, out: Path, effects_out: Path, html: Path | None):
+    from dyafdb.analysis.rating import rating_tables
+
     board, effects = rating_tables(_main(runs, settings), settings)
     write_tsv(board, out)
     write_tsv(effects, effects_out)

@@ -6,6 +6,7 @@ import html
 import math
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from dyafdb.analysis.settings import Settings
@@ -33,7 +34,11 @@ def fmt(value, digits: int = 2) -> str:
         return "–"
     if isinstance(value, str):
         return value
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
     v = float(value)
+    if round(v, digits) == 0:
+        v = 0.0  # no "-.00"
     if abs(v) < 1 and digits:
         text = f"{v:.{digits}f}"
         return text.replace("0.", ".", 1) if v >= 0 else text.replace("-0.", "-.", 1)

@@ -36,7 +36,11 @@ def rst_to_html(text: str) -> str:
         from docutils.core import publish_parts
     except ImportError:  # docutils comes with snakemake; without it the caption is shown as text
         return f"<p>{html.escape(text)}</p>"
-    return publish_parts(text, writer_name="html", settings_overrides={"report_level": 5})["fragment"]
+    try:
+        parts = publish_parts(text, writer="html", settings_overrides={"report_level": 5})
+    except (TypeError, AttributeError):  # docutils before 0.22 takes only writer_name
+        parts = publish_parts(text, writer_name="html", settings_overrides={"report_level": 5})
+    return parts["fragment"]
 
 
 def _body(page: str) -> str:
@@ -45,7 +49,28 @@ def _body(page: str) -> str:
     return re.sub(r'<div class="demo">.*?</div>', "", body, count=1, flags=re.DOTALL)
 
 
+TITLES = {
+    "variance": "Variance decomposition (Appendix C, Table 6)", "timing": "Role timing and time to leak",
+    "action_success": "Action x success (section 5.1)", "windows": "Time windows (section 5.2)",
+    "balance": "Game balance (section 5.3, Appendix G)", "agreement": "Judge agreement (Table 8)",
+    "profiles": "Per-model profiles (Table 10)", "leaderboard": "Leaderboard: rating against the reference set (Appendix H)",
+    "text_pairing": "Text-only pairing (Appendix E, Table 9)", "task_matrices": "Task-score matrices",
+    "turntaking_matrices": "Turn-taking matrices", "fig2_variance": "Figure 2: who decides each measure",
+    "fig3_timing": "Figure 3: role entry and deviation", "fig4_action_success": "Figure 4: success depends on action",
+    "fig5_windows": "Figure 5: conversation time window", "fig6_balance": "Figure 6: game balance",
+}
+
+
 def _title(stem: str) -> str:
+    from dyafdb.analysis import columns as C
+
+    if stem in TITLES:
+        return TITLES[stem]
+    kind, _, key = stem.partition("_")
+    if kind == "score" and key in C.TASK_TITLES:
+        return C.TASK_TITLES[key]
+    if kind == "turntaking" and key in C.TURN_TAKING_LABELS:
+        return f"Turn-taking: {C.TURN_TAKING_LABELS[key]}"
     return stem.replace("_", " ")
 
 

@@ -88,6 +88,11 @@ def measures(spec: Spec) -> pd.DataFrame:
         add(everything, side, C.BACKCHANNEL, rng.poisson(np.exp(0.4 * logit + 0.5)))
         add(everything, side, C.BARGE_IN, np.round(p(logit) * rng.uniform(0.7, 1.0, n), 4))
         add(everything, side, C.TURNS, rng.poisson(10, n))
+        # the rest of what the scoring stage writes for every side (denominators, speaking time)
+        for extra in ("tor_pause_n", "tor_end_n", "barge_in_n"):
+            add(everything, side, extra, rng.poisson(6, n))
+        for extra in ("speech_s", "exclusive_s", "overlap_s"):
+            add(everything, side, extra, np.round(rng.uniform(0, 0.5, n) * window, 2))
     # T1: role adherence (2/1/0 with the label) and timing (side b of T1-2 is the digresser: not judged)
     for side, logit in (("a", la), ("b", lb)):
         mask = (task == "T1-1") | ((task == "T1-2") & (side == "a"))
@@ -114,7 +119,7 @@ def measures(spec: Spec) -> pd.DataFrame:
     # T3: occupancy (shares sum to one); T3-2 asked/agreement on the presser's row
     occ = np.round(p(la - lb), 4)
     for side, v in (("a", occ), ("b", np.round(1 - occ, 4))):
-        add(np.isin(task, ["T3-1", "T3-2"]), side, C.OCCUPANCY, v)
+        add(everything, side, C.OCCUPANCY, v)
     mask = task == "T3-2"
     asked = rng.random(n) < p(la, 0.5)
     granted = asked & (rng.random(n) < p(la - lb, -1.0))

@@ -47,15 +47,20 @@ class Matrix:
                 row.update({f"runs:{p}": int(self.runs.loc[m, p]) for p in self.partners})
             row["pinned"] = ",".join(p for p in self.partners if (m, p) in self.pinned)
             rows.append(row)
-        if self.column_avg is not None:
+        if self.column_avg is not None and self.models:
             rows.append({"row": self.column_label, **{p: self.column_avg.get(p, np.nan) for p in self.partners}})
-        frame = pd.DataFrame(rows)
+        columns = ["row", *self.partners, AVG, *[f"n:{p}" for p in self.partners],
+                   *([f"runs:{p}" for p in self.partners] if self.runs is not None else []), "pinned"]
+        frame = pd.DataFrame(rows, columns=columns)
         frame.attrs["title"] = self.title
         return frame
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, name: str = "", title: str = "") -> "Matrix":
         partners = [c for c in frame.columns if c not in ("row", AVG, "pinned") and ":" not in c]
+        if not partners or frame.empty:
+            empty = pd.DataFrame()
+            return cls(name=name, title=title, models=[], partners=[], values=empty, n=empty)
         body = frame[frame[f"n:{partners[0]}"].notna()] if partners else frame
         bottom = frame[frame[f"n:{partners[0]}"].isna()] if partners else frame.iloc[0:0]
         models = list(body["row"])
@@ -124,8 +129,9 @@ def score_matrix(runs: pd.DataFrame, task: str, settings: Settings) -> Matrix:
 def turn_taking_matrix(runs: pd.DataFrame, metric: str, settings: Settings,
                        tasks: tuple[str, ...] = C.MAIN_TASKS) -> Matrix:
     """A turn-taking metric per pairing, the tasks averaged with equal weight (section 3.2)."""
-    use = runs[runs["task"].isin(tasks) & runs[metric].notna()]
-    models = _order(use, settings)
+    in_tasks = runs[runs["task"].isin(tasks)]
+    use = in_tasks[in_tasks[metric].notna()]
+    models = _order(in_tasks, settings)  # a metric that never occurred still gets its (empty) cells
     per_task = use.groupby(["task", C.MODEL, C.PARTNER])[metric].mean()
     cells = per_task.groupby([C.MODEL, C.PARTNER]).mean()
     n = use.groupby([C.MODEL, C.PARTNER]).size()

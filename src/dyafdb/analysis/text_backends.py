@@ -152,7 +152,10 @@ class LlamaCppChat:
             return self._servers[key]
 
     def reply(self, messages: list[dict[str, str]], seed: int) -> str:
-        body = {"messages": messages, "max_tokens": self.spec.max_tokens, "temperature": self.spec.temperature, "seed": seed}
+        # no prompt cache: a reused prefix changes the floating-point path, and with it the sampled
+        # tokens, so the same seed would not give the same conversation twice
+        body = {"messages": messages, "max_tokens": self.spec.max_tokens, "temperature": self.spec.temperature,
+                "seed": seed, "cache_prompt": False}
         with self._lock:
             data = self._server().handle_chat_completions(body)
         if "choices" not in data:

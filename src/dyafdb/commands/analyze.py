@@ -9,9 +9,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dyafdb.analysis import columns as C
-from dyafdb.analysis import products as P
-from dyafdb.analysis.settings import from_config
 from dyafdb.commands._common import add_config_argument, load_configs
 from dyafdb.schema_check import InputError
 
@@ -31,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="the product's TSV")
     parser.add_argument("--html", type=Path, help="also render the table as HTML here")
     parser.add_argument("--task", help="archetype of a score matrix (matrix)")
-    parser.add_argument("--metric", help=f"turn-taking metric (turntaking): {', '.join(C.TURN_TAKING)}")
+    parser.add_argument("--metric", help="turn-taking metric (turntaking): tor_pause, tor_end, backchannel, barge_in")
     parser.add_argument("--curves", type=Path, help="timing: the curves TSV")
     parser.add_argument("--effects", type=Path, help="rating: the additive-effects TSV")
     parser.add_argument("--human", type=Path, help="agreement: human labels CSV (overrides analysis.human_labels)")
@@ -46,6 +43,10 @@ def _need(args: argparse.Namespace, *names: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # imported here: `dyafdb` builds every command's parser, and pandas/scipy would slow them all
+    from dyafdb.analysis import products as P
+    from dyafdb.analysis.settings import from_config
+
     config = load_configs(args)
     settings = from_config(config, args.root)
     if args.bootstrap is not None:

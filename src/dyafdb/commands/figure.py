@@ -5,11 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dyafdb.analysis import columns as C
-from dyafdb.analysis import figures as F
-from dyafdb.analysis.io import read_tsv
-from dyafdb.analysis.settings import from_config
-from dyafdb.analysis.tables import Matrix
 from dyafdb.commands._common import add_config_argument, load_configs
 from dyafdb.schema_check import InputError
 
@@ -28,6 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # imported here: matplotlib would slow every other dyafdb command down
+    from dyafdb.analysis import columns as C
+    from dyafdb.analysis import figures as F
+    from dyafdb.analysis.io import read_tsv
+    from dyafdb.analysis.settings import from_config
+    from dyafdb.analysis.tables import Matrix
+
     settings = from_config(load_configs(args), args.root)
     tables = [read_tsv(p) for p in args.input]
     if args.name == "matrices":
@@ -35,8 +37,7 @@ def run(args: argparse.Namespace) -> int:
         for path, table in zip(args.input, tables):
             key = path.stem.split("_", 1)[-1]
             title = C.TASK_TITLES.get(key) or C.TURN_TAKING_LABELS.get(key) or path.stem.replace("_", " ")
-            mats.append(Matrix.from_frame(table, name=path.stem, title=title) if len(table) else
-                        Matrix(name=path.stem, title=title, models=[], partners=[], values=None, n=None))
+            mats.append(Matrix.from_frame(table, name=path.stem, title=title))
         fig = F.matrices_figure(mats, settings)
     elif args.name == "timing":
         if len(tables) != 2:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dyafdb.analysis.report import build_report
-from dyafdb.analysis.settings import from_config
 from dyafdb.commands._common import add_config_argument, load_configs
 
 NAME = "report"
@@ -29,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dyafdb.analysis.report import build_report
+    from dyafdb.analysis.settings import from_config
+
     settings = from_config(load_configs(args), args.root)
     captions = args.captions if args.captions and args.captions.is_dir() else None
     build_report(args.tables, args.figures, settings, args.out, captions, args.config_file, args.versions, args.title)

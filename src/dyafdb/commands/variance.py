@@ -13,9 +13,6 @@ import json
 import math
 from pathlib import Path
 
-import pandas as pd
-
-from dyafdb.analysis.variance import decompose_cells
 from dyafdb.schema_check import InputError
 
 NAME = "variance"
@@ -29,6 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from dyafdb.analysis.variance import decompose_cells
+
     path: Path = args.cells
     if not path.exists():
         raise InputError(f"{path}: file not found")

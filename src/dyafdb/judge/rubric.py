@@ -3,20 +3,20 @@
 One closed question per measure. Each question has a prompt template ``<prompts_dir>/<id>.txt``
 (``config/judge/``), so editing one template reruns only that question's judge jobs.
 
-====================  ==========  ===================================================  =========================
-question (template)   archetypes  labels                                               rows in measures.tsv
-====================  ==========  ===================================================  =========================
-role_adherence        T1-1, T1-2  yes / partly / no, per judged side                   role_adherence (2/1/0), in_role (yes, partly = 1)
-role_timing           T1-1, T1-2  ENTRY and DEVIATION: a start time of one of that     role_entry_s, role_deviation_s
-                                  side's lines, or none
-final_choice          T2          one of the five candidates, or none                  final_choice, decided, solved (both sides: a team)
-request_asked         T3-2        yes / no (did the presser voice its request)         asked (presser)
-request_granted       T3-2        yes / no (did the avoider grant it)                  agreement (presser)
-landed_option         T4-1        one of the two options, or none                      landed_option, decided, won (both sides)
-secret_asked          T4-2        yes / no (did the attacker demand the secret)        asked (attacker)
-landed_line           T4-3        one of the two compensation lines, or none           landed_option, decided, won (both sides)
-agreed_price          T4-4        a number, or none                                    agreed_price, deal, gap_share (both sides)
-====================  ==========  ===================================================  =========================
+Questions (template), archetypes, labels -> rows in measures.tsv:
+
+- ``role_adherence`` (T1-1, T1-2): yes / partly / no for the judged side -> role_adherence (2/1/0),
+  in_role (1 for yes or partly).
+- ``role_timing`` (T1-1, T1-2): ENTRY and DEVIATION, each a start time of one of that side's lines
+  or none -> role_entry_s, role_deviation_s.
+- ``final_choice`` (T2): one of the five candidates or none -> final_choice, decided, solved (both
+  sides: the pair is a team).
+- ``request_asked`` (T3-2): yes / no, did the presser voice its request -> asked (presser).
+- ``request_granted`` (T3-2): yes / no, did the avoider grant it -> agreement (presser).
+- ``landed_option`` (T4-1): one of the two options or none -> landed_option, decided, won (both sides).
+- ``secret_asked`` (T4-2): yes / no, did the attacker demand the secret -> asked (attacker).
+- ``landed_line`` (T4-3): one of the two compensation lines or none -> landed_option, decided, won.
+- ``agreed_price`` (T4-4): a number or none -> agreed_price, deal, gap_share (both sides).
 
 T1-1 judges both sides (one call each); T1-2 only the role holder (side a). Everything else is one
 call per conversation. Side a is the reported side of every asymmetric archetype.
@@ -344,13 +344,18 @@ class RoleTiming(Question):
             return None
         if entry != NONE and deviation != NONE and not deviation > entry:
             return None
-        label = f"entry={entry if entry == NONE else _fmt_time(entry)};deviation={deviation if deviation == NONE else _fmt_time(deviation)}"
+        shown = [v if v == NONE else _fmt_time(v) for v in (entry, deviation)]
+        label = f"entry={shown[0]};deviation={shown[1]}"
         return Verdict(label, {"entry_s": None if entry == NONE else entry,
                                "deviation_s": None if deviation == NONE else deviation})
 
     def gbnf(self, ctx: Context) -> str:
+        # Only consistent pairs: entry none forces deviation none; a deviation comes after its entry.
         times = [_fmt_time(t) for t in ctx.start_times(ctx.seat or "a")]
-        return f'root ::= "ENTRY: " t "\\nDEVIATION: " t\nt ::= {_gbnf_choice([NONE, *times])}'
+        pairs = ['"ENTRY: none\\nDEVIATION: none"']
+        for i, entry in enumerate(times):
+            pairs.append(f'"ENTRY: {entry}\\nDEVIATION: " {_gbnf_choice([NONE, *times[i + 1:]])}')
+        return "root ::= " + " | ".join(pairs)
 
     def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
         side = ctx.seat or "a"
@@ -397,7 +402,8 @@ class AgreedPrice(Question):
         return Verdict(label, {"price": number, "in_transcript": price_in_text(label, ctx.transcript_text)})
 
     def gbnf(self, ctx: Context) -> str:
-        return 'root ::= "ANSWER: " ("none" | [1-9] [0-9]*)'
+        # At most nine digits, so a small model cannot run on to the token limit.
+        return 'root ::= "ANSWER: " ("none" | [1-9] ' + "[0-9]? " * 8 + ")"
 
     def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
         if not verdict.valid:

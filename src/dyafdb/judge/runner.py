@@ -203,7 +203,7 @@ def judge_output_path(config: Mapping[str, Any], root: Path, judge: str, archety
 
 def run_batch(config: Mapping[str, Any], root: Path, judge: str, archetype: str, question_id: str,
               out: Path | None = None, rows: Sequence[Conversation] | None = None,
-              log: TextIO = sys.stdout) -> Usage:
+              log: TextIO | None = None) -> Usage:
     """Judge one (judge, archetype, question) batch and write its JSONL; returns the usage counts."""
     settings = judge_settings(config, root)
     spec = settings.judge(judge)
@@ -228,7 +228,8 @@ def run_batch(config: Mapping[str, Any], root: Path, judge: str, archetype: str,
     lines = [json.dumps(record(it, question, spec), ensure_ascii=False) for it in items]
     write_text_atomic(out, "".join(line + "\n" for line in lines))
     quality = " [demo quality]" if spec.demo_quality else ""
-    print(usage.summary(spec, f"judge {judge} ({spec.backend} {spec.model}){quality} {archetype} {question_id}"), file=log)
+    print(usage.summary(spec, f"judge {judge} ({spec.backend} {spec.model}){quality} {archetype} {question_id}"),
+          file=log or sys.stdout)
     return usage
 
 

@@ -19,6 +19,8 @@ DEFAULT_JUDGES: dict[str, dict[str, Any]] = {
     "main": {"backend": "anthropic", "model": "claude-opus-5"},
     "second": {"backend": "anthropic", "model": "claude-sonnet-5"},
 }
+# With ``demo_quality: true`` (the laptop demo) and no judges configured: the local llama.cpp model.
+DEMO_JUDGES: dict[str, dict[str, Any]] = {"demo": {"backend": "llamacpp"}}
 DEFAULT_BASE_URL = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
@@ -91,7 +93,8 @@ def _spec(name: str, raw: Mapping[str, Any], section: Mapping[str, Any]) -> Judg
         "base_url": raw.get("base_url", DEFAULT_BASE_URL.get(backend)),
         "api_key_env": raw["api_key_env"] if "api_key_env" in raw else DEFAULT_KEY_ENV.get(backend),
         "concurrency": raw.get("concurrency", 1 if backend == "llamacpp" else section.get("concurrency", 8)),
-        "max_tokens": raw.get("max_tokens", section.get("max_tokens", 512)),
+        # A grammar-bound local model answers in a few tokens; the cap stops one that is not bound.
+        "max_tokens": raw.get("max_tokens", 64 if backend == "llamacpp" else section.get("max_tokens", 512)),
         "temperature": float(raw.get("temperature", section.get("temperature", 0.0))),
         "grammar": raw.get("grammar", backend == "llamacpp"),
         "demo_quality": raw.get("demo_quality", backend == "llamacpp"),
@@ -110,7 +113,7 @@ def _spec(name: str, raw: Mapping[str, Any], section: Mapping[str, Any]) -> Judg
 def judge_settings(config: Mapping[str, Any], root: Path = Path(".")) -> JudgeSettings:
     """Settings from config section ``judge`` (already schema-checked) with defaults filled in."""
     section = dict(config.get("judge") or {})
-    raw_judges = section.get("judges") or DEFAULT_JUDGES
+    raw_judges = section.get("judges") or (DEMO_JUDGES if config.get("demo_quality") else DEFAULT_JUDGES)
     judges = {name: _spec(name, raw, section) for name, raw in raw_judges.items()}
     run = tuple(section.get("run") or judges)
     for name in run:

@@ -110,8 +110,8 @@ def prepare_media(recording_dir: Path, media_dir: Path, key: str, fmt: str, peak
     # Encoders clip at full scale anyway; doing it here keeps 16-bit PCM from wrapping around.
     sf.write(tmp, np.clip(data, -1.0, 1.0), rate, format=container, subtype=subtype)
     os.replace(tmp, audio_out)
-    media = Media(file=audio_out.name, mime=mime, duration_s=round(data.shape[0] / rate, 3),
-                  peaks_per_s=peaks_per_s, bin_s=bin_samples(peaks_per_s) / rate, peaks=compute_peaks(np.ascontiguousarray(data.T), peaks_per_s))
+    media = Media(file=audio_out.name, mime=mime, duration_s=round(data.shape[0] / rate, 3), peaks_per_s=peaks_per_s,
+                  bin_s=bin_samples(peaks_per_s) / rate, peaks=compute_peaks(np.ascontiguousarray(data.T), peaks_per_s))
     write_json_atomic(cache, {"format": CACHE_FORMAT, "source": signature, "audio": fmt, "media": media.to_json()},
                       indent=None)
     return media

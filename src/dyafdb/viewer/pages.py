@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from html import escape
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from dyafdb.viewer.summary import MECHANICAL_ORDER, fmt, show
 
@@ -25,14 +25,14 @@ def h(value: Any) -> str:
 
 
 def json_script(doc: Any, element_id: str = "dyafdb-data") -> str:
-    """Data for the page's script; ``</`` is escaped so no value can end the element early."""
-    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    """Data for the page's script; every ``<`` is escaped, so no value can end (or confuse) the element."""
+    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
     return f'<script type="application/json" id="{element_id}">{text}</script>'
 
 
-def clock(seconds: float) -> str:
+def clock(seconds: float, decimals: int = 1) -> str:
     m, s = divmod(max(0.0, float(seconds)), 60)
-    return f"{int(m)}:{s:04.1f}"
+    return f"{int(m)}:{s:0{3 + decimals}.{decimals}f}"
 
 
 def layout(title: str, body: str, prefix: str, scripts: Sequence[str] = (), nav: str = "", body_class: str = "",
@@ -41,7 +41,9 @@ def layout(title: str, body: str, prefix: str, scripts: Sequence[str] = (), nav:
     return (
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        f"<title>{h(title)}</title>\n<link rel=\"stylesheet\" href=\"{prefix}assets/viewer.css\">\n</head>\n"
+        # an empty icon, so the browser does not ask for /favicon.ico (a request outside the site's files)
+        f"<title>{h(title)}</title>\n<link rel=\"icon\" href=\"data:,\">\n"
+        f"<link rel=\"stylesheet\" href=\"{prefix}assets/viewer.css\">\n</head>\n"
         f"<body class=\"{body_class}\">\n<header class=\"topbar\"><span class=\"brand\">DyaFDB</span>{nav}</header>\n"
         f"<main>\n{body}\n</main>\n{data}\n{tags}\n</body>\n</html>\n"
     )
@@ -93,8 +95,9 @@ def timeline(player: Mapping[str, Any], blind: bool) -> str:
         tracks.append(f'<div class="track spk-{spk}" data-speaker="{spk}">{"".join(parts)}</div>')
     overlays = []
     if player["lead_in_s"]:
-        overlays.append(f'<div class="leadin" style="width:{pct(player["lead_in_s"], d)}" '
-                        f'title="lead-in: the opener speaks alone for {player["lead_in_s"]:.2f} s"><span>lead-in</span></div>')
+        lead = player["lead_in_s"]
+        overlays.append(f'<div class="leadin" style="width:{pct(lead, d)}" '
+                        f'title="lead-in: the opener speaks alone for {lead:.2f} s"><span>lead-in</span></div>')
     for s, e in player["overlap"] or []:
         overlays.append(f'<div class="overlap" style="left:{pct(s, d)};width:{pct(e - s, d)}" '
                         f'title="overlap {s:.2f}–{e:.2f} s"></div>')
@@ -103,7 +106,8 @@ def timeline(player: Mapping[str, Any], blind: bool) -> str:
     while t <= d + 1e-6:
         ticks.append(f'<span style="left:{pct(t, d)}">{t:g}</span>')
         t += step
-    missing = "" if player["rows"][0]["segments"] is not None else '<p class="note">No VAD segments yet (run <code>dyafdb score</code>).</p>'
+    missing = ("" if player["rows"][0]["segments"] is not None
+               else '<p class="note">No VAD segments yet (run <code>dyafdb score</code>).</p>')
     return (
         f'<div class="timeline" id="timeline" data-duration="{d:.3f}">'
         f'<div class="tl-labels">{"".join(labels)}<div class="tl-label axis-label">seconds</div></div>'
@@ -115,9 +119,9 @@ def timeline(player: Mapping[str, Any], blind: bool) -> str:
 
 def legend(blind: bool) -> str:
     items = ['<span class="lg spk-A"><i></i>Speaker A</span>', '<span class="lg spk-B"><i></i>Speaker B</span>',
-             '<span class="lg overlap"><i></i>overlap</span>', '<span class="lg leadin"><i></i>lead-in</span>']
+             '<span class="lg lg-overlap"><i></i>overlap</span>', '<span class="lg lg-leadin"><i></i>lead-in</span>']
     if not blind:
-        items += ['<span class="lg bc"><i></i>backchannel</span>', '<span class="lg bi"><i></i>barge-in</span>']
+        items += ['<span class="lg lg-bc"><i></i>backchannel</span>', '<span class="lg lg-bi"><i></i>barge-in</span>']
     return f'<div class="legend">{"".join(items)}</div>'
 
 
@@ -141,7 +145,7 @@ def player_card(player: Mapping[str, Any], blind: bool) -> str:
     )
 
 
-def transcript_card(player: Mapping[str, Any], speakers_note: str = "") -> str:
+def transcript_card(player: Mapping[str, Any]) -> str:
     if not player["scored"]:
         body = '<p class="note">No transcript yet (run <code>dyafdb score</code>).</p>'
     elif not player["lines"]:
@@ -154,10 +158,10 @@ def transcript_card(player: Mapping[str, Any], speakers_note: str = "") -> str:
             rows.append(
                 f'<div class="line spk-{line["speaker"]}{empty}" data-start="{line["start"]:.2f}" '
                 f'data-end="{line["end"]:.2f}" tabindex="0" title="play from {line["start"]:.2f} s">'
-                f'<span class="ts">{clock(line["start"])}</span><span class="who">{line["speaker"]}</span>'
+                f'<span class="ts">{clock(line["start"], 2)}</span><span class="who">{line["speaker"]}</span>'
                 f'<span class="text">{h(text)}</span><span class="prog"></span></div>')
         body = f'<div class="lines" id="lines">{"".join(rows)}</div>'
-    return (f'<section class="card transcript"><h2>Transcript</h2>{speakers_note}{body}</section>')
+    return f'<section class="card transcript"><h2>Transcript</h2>{body}</section>'
 
 
 def scenario_card(prompts: Mapping[str, Any], blind: bool) -> str:
@@ -187,7 +191,8 @@ def measures_card(measures: Mapping[str, Any] | None, speakers: Mapping[str, str
     leak = measures.get("leak") or {}
     extra = ""
     if leak.get("leaked"):
-        extra = f'<p class="note">Leak: the defender’s text channel says “{h(leak.get("matched"))}” at {fmt(leak.get("time_s"))} s.</p>'
+        extra = (f'<p class="note">Leak: the defender’s text channel says “{h(leak.get("matched"))}” '
+                 f'at {fmt(leak.get("time_s"))} s.</p>')
     return (f'<section class="card measures"><h2>Mechanical measures</h2><table class="kv"><thead><tr><th></th>{head}'
             f'</tr></thead><tbody>{rows}</tbody></table>{extra}</section>')
 
@@ -203,6 +208,24 @@ def _fields(rec: Mapping[str, Any]) -> str:
     return " ".join(out)
 
 
+def _verdict(r: Mapping[str, Any], speakers: Mapping[str, str]) -> str:
+    """One judge record: question, seat, label, the rows it produced, every raw reply."""
+    seat = r.get("seat")
+    who = f"side {seat} · Speaker {speakers[seat]}" if seat else "the pair"
+    status = "" if r.get("valid", True) else ' <span class="chip bad">invalid</span>'
+    derived = ", ".join(
+        f'{x["measure"]}{"" if seat else " (" + x["side"] + ")"} = {show(x["measure"], x.get("value"), x.get("label"))}'
+        for x in r.get("rows", []))
+    replies = r.get("replies") or []
+    raw = "".join(f'<div class="reply"><div class="reply-n">reply {i + 1}{" (after the reminder)" if i else ""}</div>'
+                  f"<pre>{h(text)}</pre></div>" for i, text in enumerate(replies))
+    cost = "cached" if r.get("cached") else f'{r.get("input_tokens", 0)} in / {r.get("output_tokens", 0)} out tokens'
+    summary = f'raw repl{"y" if len(replies) == 1 else "ies"} ({len(replies)}) · {h(cost)}'
+    return (f'<div class="verdict"><div class="v-head"><span class="q">{h(r.get("question"))}</span>'
+            f'<span class="who">{h(who)}</span><span class="label">{h(r.get("label"))}</span>{status}{_fields(r)}</div>'
+            f'<div class="v-rows">{h(derived)}</div><details><summary>{summary}</summary>{raw}</details></div>')
+
+
 def judges_card(judges: Sequence[str], records: Sequence[Mapping[str, Any]], speakers: Mapping[str, str]) -> str:
     if not records:
         note = "No judge answers yet (run <code>dyafdb judge</code>)." if judges else "No judge configured."
@@ -214,25 +237,8 @@ def judges_card(judges: Sequence[str], records: Sequence[Mapping[str, Any]], spe
             continue
         first = mine[0]
         demo = ' <span class="chip warn">demo quality</span>' if first.get("demo_quality") else ""
-        rows = []
-        for r in mine:
-            seat = r.get("seat")
-            who = f'side {seat} · Speaker {speakers[seat]}' if seat else "the pair"
-            status = "" if r.get("valid", True) else ' <span class="chip bad">invalid</span>'
-            derived = ", ".join(f'{x["measure"]}{"" if seat else " (" + x["side"] + ")"} = {show(x["measure"], x.get("value"), x.get("label"))}'
-                                for x in r.get("rows", []))
-            replies = r.get("replies") or []
-            raw = "".join(f'<div class="reply"><div class="reply-n">reply {i + 1}'
-                          f'{" (after the reminder)" if i else ""}</div><pre>{h(text)}</pre></div>'
-                          for i, text in enumerate(replies))
-            cached = "cached" if r.get("cached") else f'{r.get("input_tokens", 0)} in / {r.get("output_tokens", 0)} out tokens'
-            rows.append(
-                f'<div class="verdict"><div class="v-head"><span class="q">{h(r.get("question"))}</span>'
-                f'<span class="who">{h(who)}</span><span class="label">{h(r.get("label"))}</span>{status}'
-                f'{_fields(r)}</div><div class="v-rows">{h(derived)}</div>'
-                f'<details><summary>raw repl{"y" if len(replies) == 1 else "ies"} ({len(replies)}) · {h(cached)}</summary>{raw}</details></div>')
-        blocks.append(f'<div class="judge"><h3>{h(judge)} <small>{h(first.get("backend"))} · {h(first.get("model"))}</small>{demo}</h3>'
-                      f'{"".join(rows)}</div>')
+        head = f'{h(judge)} <small>{h(first.get("backend"))} · {h(first.get("model"))}</small>{demo}'
+        blocks.append(f'<div class="judge"><h3>{head}</h3>{"".join(_verdict(r, speakers) for r in mine)}</div>')
     return f'<section class="card judges"><h2>Judge answers</h2>{"".join(blocks)}</section>'
 
 
@@ -335,6 +341,8 @@ def keys_help() -> str:
 
 def question_html(q: Mapping[str, Any], index: int) -> str:
     spk = f' spk-{q["speaker"]}' if q.get("speaker") else ""
+    time_hint = (f' <span class="t-hint">Press <kbd>t</kbd> for Speaker {h(q["speaker"])}’s line at the cursor.</span>'
+                 if q["question"] == "role_timing" else "")
     if q["kind"] == "number":
         control = ('<div class="opts"><input class="num" type="text" inputmode="decimal" placeholder="number, then Enter">'
                    '<button type="button" class="opt" data-value="none"><kbd>0</kbd>none</button></div>')
@@ -349,13 +357,15 @@ def question_html(q: Mapping[str, Any], index: int) -> str:
     return (f'<div class="question{spk}" data-q="{index}" data-kind="{h(q["kind"])}" '
             f'data-time="{1 if q["question"] == "role_timing" else 0}" data-speaker="{h(q.get("speaker") or "")}">'
             f'<div class="q-text"><span class="q-n">{index + 1}</span>{h(q["text"])}</div>'
-            f'<p class="q-rules">{h(q["rules"])}</p>{control}</div>')
+            f'<p class="q-rules">{h(q["rules"])}{time_hint}</p>{control}</div>')
 
 
 def annotate_item_page(*, code: str, position: int, total: int, prev_code: str | None, next_code: str | None,
                        player: Mapping[str, Any], prompts: Mapping[str, Any], questions: Sequence[Mapping[str, Any]]) -> str:
-    prev_link = f'<a class="btn" href="item-{prev_code}.html" id="prev">‹ previous</a>' if prev_code else '<span class="btn disabled">‹ previous</span>'
-    next_link = f'<a class="btn" href="item-{next_code}.html" id="next">next ›</a>' if next_code else '<a class="btn" href="index.html" id="next">done ›</a>'
+    prev_link = (f'<a class="btn" href="item-{prev_code}.html" id="prev">‹ previous</a>' if prev_code
+                 else '<span class="btn disabled">‹ previous</span>')
+    next_link = (f'<a class="btn" href="item-{next_code}.html" id="next">next ›</a>' if next_code
+                 else '<a class="btn" href="index.html" id="next">done ›</a>')
     qs = "".join(question_html(q, i) for i, q in enumerate(questions))
     body = (
         f'<div class="item-head"><h1>Conversation {h(code)} <small>{position} of {total}</small></h1>'
@@ -374,8 +384,4 @@ def annotate_item_page(*, code: str, position: int, total: int, prev_code: str |
 
 def redirect_page(target: str, text: str) -> str:
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; url={h(target)}">'
-            f'<title>{h(text)}</title></head><body><a href="{h(target)}">{h(text)}</a></body></html>\n')
-
-
-def join_lines(parts: Iterable[str]) -> str:
-    return "\n".join(parts)
+            f'<link rel="icon" href="data:,"><title>{h(text)}</title></head><body><a href="{h(target)}">{h(text)}</a></body></html>\n')

@@ -72,7 +72,8 @@ def _line_options(transcript: Mapping[str, Any], speaker: str) -> list[dict[str,
             continue
         seen.add(value)
         text = line.get("text") or "(no text)"
-        out.append({"value": value, "label": f"{value} s", "hint": text if len(text) <= 70 else text[:67] + "...",
+        m, sec = divmod(float(line["start_s"]), 60)
+        out.append({"value": value, "label": f"{int(m)}:{sec:05.2f}", "hint": text if len(text) <= 70 else text[:67] + "...",
                     "key": ""})
     return out
 

@@ -13,16 +13,18 @@ Layout under the site folder (default ``<results_dir>/site``)::
 ``index.html`` is removed first and written last, so a build that dies half-way leaves no index
 that looks complete; every file is written under a temporary name and renamed. Files of an earlier
 build that this one did not write (a conversation no longer in the design) are removed.
+
+With ``annotation_only`` the site holds only what a rater needs (annotate/, the sampled
+conversations' media, assets/, and an index.html that forwards to annotate/), to hand out
+without the full pages next to it.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -36,14 +38,16 @@ from dyafdb.schema_check import InputError
 from dyafdb.scoring import conversation_paths
 from dyafdb.viewer import pages
 from dyafdb.viewer.media import FORMATS, Media, media_key, prepare_media
-from dyafdb.viewer.model import model_label, player_data, prompts
+from dyafdb.viewer.model import player_data, prompts
 from dyafdb.viewer.questions import human_questions
 from dyafdb.viewer.sampler import Candidate, Pick, sample
 from dyafdb.viewer.settings import ViewerSettings, viewer_settings
 from dyafdb.viewer.sources import Sources, load_sources, read_judge_records
-from dyafdb.viewer.summary import catalog_entry, headline, measure_values
+from dyafdb.viewer.study import sample_tsv, study_doc, study_js
+from dyafdb.viewer.summary import index_data, index_row
 
 MANAGED = ("c", "media", "annotate", "assets")
+TOP_FILES = ("index-data.js", "annotation-sample.tsv")
 
 
 @dataclass
@@ -57,10 +61,10 @@ class BuildSummary:
     audio_bytes: int = 0
     seconds: float = 0.0
     removed: int = 0
-    written: set[Path] = field(default_factory=set)
+    written: set[Path] = field(default_factory=set, repr=False)
 
     def line(self) -> str:
-        parts = [f"{self.conversations} conversation pages"]
+        parts = [f"{self.conversations} conversation pages"] if self.conversations or not self.items else []
         if self.items:
             parts.append(f"{self.items} annotation items ({self.seats} seats, {self.questions} questions)")
         if self.not_recorded:
@@ -70,7 +74,7 @@ class BuildSummary:
 
 
 class _Writer:
-    """Atomic writes that remember what this build wrote (for removing stale files)."""
+    """Atomic writes under the site folder, remembering what this build wrote (to remove the rest)."""
 
     def __init__(self, out: Path, summary: BuildSummary):
         self.out = out
@@ -81,8 +85,113 @@ class _Writer:
         write_text_atomic(path, content)
         self.summary.written.add(path)
 
-    def keep(self, path: Path) -> None:
-        self.summary.written.add(path)
+    def keep(self, rel: str) -> None:
+        self.summary.written.add(self.out / rel)
+
+    def remove_stale(self) -> int:
+        removed = 0
+        stale = [p for folder in MANAGED if (self.out / folder).is_dir() for p in (self.out / folder).rglob("*")]
+        stale += [self.out / name for name in TOP_FILES]
+        for path in stale:
+            if path.is_file() and path not in self.summary.written:
+                path.unlink()
+                removed += 1
+        return removed
+
+
+@dataclass
+class _Context:
+    config: Mapping[str, Any]
+    root: Path
+    settings: ViewerSettings
+    annotation_only: bool
+    judges: list[str]
+    judged: dict[str, list[dict[str, Any]]]
+    scenarios: dict[str, Scenario]
+    picks: list[Pick]
+
+    @property
+    def codes(self) -> list[str]:
+        return [p.code for p in self.picks]
+
+
+# ----------------------------------------------------------------------------- selection
+
+
+def _select_rows(config: Mapping[str, Any], root: Path, ids: Sequence[str] | None) -> list[Conversation]:
+    rows = build_design(dict(config), root)
+    if not ids:
+        return rows
+    known = {r.conversation_id for r in rows}
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise InputError(f"conversation {unknown[0]!r} is not in the design of this config; list them with `dyafdb design`")
+    wanted = set(ids)
+    return [r for r in rows if r.conversation_id in wanted]
+
+
+def _annotation_sample(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation],
+                       settings: ViewerSettings) -> list[Pick]:
+    """The sample, drawn from the conversations that can be annotated: recorded and transcribed."""
+    candidates = []
+    for row in rows:
+        if row.archetype not in settings.sample:
+            continue
+        paths = conversation_paths(config, root, row.conversation_id)
+        if paths.transcript_json.exists() and is_complete(paths.recording):
+            candidates.append(Candidate(row.conversation_id, row.archetype, row.pairing))
+    return sample(candidates, settings.sample, settings.seed, settings.questions)
+
+
+# ----------------------------------------------------------------------------- audio
+
+
+def _prepare_task(task: tuple[str, str, str, str, int]) -> Media:
+    recording, media_dir, key, fmt, peaks_per_s = task
+    return prepare_media(Path(recording), Path(media_dir), key, fmt, peaks_per_s)
+
+
+def _prepare_all(tasks: list[tuple[str, str, str, str, int]], jobs: int) -> list[Media]:
+    """Audio copies and peaks; in worker processes, as libsndfile's encoders hold the GIL."""
+    if jobs <= 1 or len(tasks) <= 1:
+        return [_prepare_task(t) for t in tasks]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(_prepare_task, tasks, chunksize=max(1, len(tasks) // (4 * jobs))))
+
+
+# ----------------------------------------------------------------------------- pages
+
+
+def _conversation_page(ctx: _Context, src: Sources, media: Media) -> str:
+    player = player_data(src, media, f"../media/{media.file}", ctx.config, blind=False)
+    return pages.conversation_page(
+        row=src.row, meta=src.meta, player=player, prompts=prompts(src, blind=False), measures=src.measures,
+        judges=ctx.judges, records=src.judged, garble=src.garble, speakers=src.speakers,
+        annotation=bool(ctx.picks) and not ctx.annotation_only, demo_quality=bool(ctx.config.get("demo_quality")))
+
+
+def _item_page(ctx: _Context, src: Sources, media: Media, pick: Pick) -> tuple[str, list[dict[str, Any]]]:
+    """The blind page of one sampled conversation, and its questions (for study.js)."""
+    questions = [q.to_json() for q in human_questions(src.row.archetype, src.scenario.answer_key, src.transcript or {},
+                                                      ctx.settings.questions) if q.seat in pick.seats]
+    codes = ctx.codes
+    i = codes.index(pick.code)
+    html = pages.annotate_item_page(
+        code=pick.code, position=i + 1, total=len(codes), prev_code=codes[i - 1] if i else None,
+        next_code=codes[i + 1] if i + 1 < len(codes) else None,
+        player=player_data(src, media, f"../media/{media.file}", ctx.config, blind=True),
+        prompts=prompts(src, blind=True), questions=questions)
+    return html, questions
+
+
+def _write_study(w: _Writer, ctx: _Context, questions: Mapping[str, list[dict[str, Any]]]) -> None:
+    w.text("annotate/study.js", study_js(study_doc(ctx.picks, questions)))
+    seats = {(p.code, q["seat"]) for p in ctx.picks for q in questions.get(p.code, [])}
+    w.summary.items, w.summary.seats = len(ctx.picks), len(seats)
+    w.summary.questions = sum(len(v) for v in questions.values())
+    w.text("annotate/index.html", pages.annotate_index_page(len(ctx.picks), len(seats)))
+    if not ctx.annotation_only:
+        w.text("annotation-sample.tsv", sample_tsv(ctx.picks))
 
 
 def _copy_assets(w: _Writer) -> None:
@@ -91,197 +200,79 @@ def _copy_assets(w: _Writer) -> None:
         w.text(f"assets/{name}", folder.joinpath(name).read_text(encoding="utf-8"))
 
 
-def _encode_ref(conversation_id: str) -> str:
-    # Not secret, only not readable at a glance: the export needs the id, a rater should not see it.
-    return base64.b64encode(conversation_id.encode("utf-8")).decode("ascii")
-
-
-def _candidates(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation], archetypes: set[str]) -> list[Candidate]:
-    """Conversations a rater can annotate: recorded and transcribed."""
-    out = []
-    for row in rows:
-        if row.archetype not in archetypes:
-            continue
-        paths = conversation_paths(config, root, row.conversation_id)
-        if paths.transcript_json.exists() and is_complete(paths.recording):
-            out.append(Candidate(row.conversation_id, row.archetype, row.pairing))
-    return out
-
-
-def _index_row(src: Sources, media: Media, judges: Sequence[str], config: Mapping[str, Any]) -> dict[str, Any]:
-    row = src.row
-    values, labels = measure_values(src)
-    return {
-        "id": row.conversation_id, "href": f"c/{row.conversation_id}.html", "archetype": row.archetype,
-        "scenario": row.scenario, "title": src.scenario.title, "pairing": row.pairing, "play": row.play,
-        "model_a": row.model_a, "model_b": row.model_b,
-        "label_a": model_label(config, row.model_a), "label_b": model_label(config, row.model_b),
-        "opener": row.opener, "opener_model": row.opener_model, "repetition": row.repetition,
-        "window_s": row.window_s, "duration_s": media.duration_s, "end_reason": src.meta.get("end_reason", ""),
-        "scored": src.measures is not None, "judged": sorted({r["judge"] for r in src.judged}),
-        "headline": headline(row.archetype, values, labels, judges), "_values": values, "_labels": labels,
-    }
-
-
-def _index_data(rows: list[dict[str, Any]], config: Mapping[str, Any], judges: Sequence[str]) -> dict[str, Any]:
-    """Rows with their measures as arrays aligned to one catalog (a few MB for the full suite)."""
-    keys = sorted({k for r in rows for k in (*r["_values"], *r["_labels"])},
-                  key=lambda k: (k.split("|")[2] != "", k.split("|")[2], k.split("|")[0], k.split("|")[1]))
-    position = {k: i for i, k in enumerate(keys)}
-    out_rows = []
-    for r in rows:
-        values = [None] * len(keys)
-        for k, v in r["_values"].items():
-            values[position[k]] = v
-        labels = {str(position[k]): v for k, v in r["_labels"].items()}
-        out_rows.append({**{k: v for k, v in r.items() if not k.startswith("_")}, "v": values, "l": labels})
-    return {"catalog": [catalog_entry(k) for k in keys], "rows": out_rows, "judges": list(judges),
-            "demo_quality": bool(config.get("demo_quality")),
-            "models": {m: model_label(config, m) for m in (config.get("models") or {})}}
-
-
-@dataclass
-class _Job:
-    row: Conversation
-    pick: Pick | None
-    position: int = 0
+# ----------------------------------------------------------------------------- the build
 
 
 def build_site(config: Mapping[str, Any], root: Path = Path("."), settings: ViewerSettings | None = None,
                ids: Sequence[str] | None = None, jobs: int = 1, annotation_only: bool = False,
-               log: TextIO = sys.stdout) -> BuildSummary:
+               log: TextIO | None = None) -> BuildSummary:
     """Write the site (or, with ``annotation_only``, only what a rater needs); returns what was written."""
     t0 = time.perf_counter()
     settings = settings or viewer_settings(config, root)
     if settings.audio not in FORMATS:
         raise InputError(f"config viewer.audio = {settings.audio!r}; use one of {', '.join(FORMATS)}")
     out = Path(settings.out)
-    rows = build_design(dict(config), root)
-    if ids:
-        known = {r.conversation_id for r in rows}
-        unknown = [i for i in ids if i not in known]
-        if unknown:
-            raise InputError(f"conversation {unknown[0]!r} is not in the design of this config; "
-                             "list them with `dyafdb design`")
-        rows = [r for r in rows if r.conversation_id in set(ids)]
+    rows = _select_rows(config, root, ids)
     summary = BuildSummary(out=out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "index.html").unlink(missing_ok=True)
     w = _Writer(out, summary)
 
-    picks: list[Pick] = []
-    if settings.annotation or annotation_only:
-        candidates = _candidates(config, root, rows, set(settings.sample))
-        picks = sample(candidates, settings.sample, settings.seed, settings.questions)
+    picks = _annotation_sample(config, root, rows, settings) if settings.annotation or annotation_only else []
     pick_of = {p.conversation_id: p for p in picks}
     if annotation_only:
         rows = [r for r in rows if r.conversation_id in pick_of]
-
-    scenarios: dict[str, Scenario] = {}
-    for scenario_id in sorted({r.scenario for r in rows}):
-        scenarios[scenario_id] = find_scenario(Path(root) / config["scenarios_dir"], scenario_id)
+    scenarios = {sid: find_scenario(Path(root) / config["scenarios_dir"], sid) for sid in sorted({r.scenario for r in rows})}
     judges, judged = read_judge_records(config, root, sorted({r.archetype for r in rows}))
+    ctx = _Context(config, Path(root), settings, annotation_only, judges, judged, scenarios, picks)
 
-    codes = [p.code for p in picks]
-    item_questions: dict[str, list[dict[str, Any]]] = {}
+    recorded = [r for r in rows if is_complete(conversation_paths(config, root, r.conversation_id).recording)]
+    summary.not_recorded = len(rows) - len(recorded)
+    medias = _prepare_all([(str(conversation_paths(config, root, r.conversation_id).recording), str(out / "media"),
+                            media_key(r.conversation_id), settings.audio, settings.peaks_per_s) for r in recorded], jobs)
 
-    def build_one(row: Conversation) -> dict[str, Any] | None:
+    index_rows, questions = [], {}
+    for row, media in zip(recorded, medias):
         src = load_sources(config, root, row, scenarios, judged)
-        if src is None:
-            return None
-        key = media_key(row.conversation_id)
-        media = prepare_media(src.recording_dir, out / "media", key, settings.audio, settings.peaks_per_s)
-        w.keep(out / "media" / media.file)
-        w.keep(out / "media" / f"{key}.json")
+        if src is None:  # being recorded again right now; the next build picks it up
+            continue
+        w.keep(f"media/{media.file}")
+        w.keep(f"media/{media_key(row.conversation_id)}.json")
+        summary.audio_bytes += (out / "media" / media.file).stat().st_size
         if not annotation_only:
-            player = player_data(src, media, f"../media/{media.file}", config, blind=False)
-            w.text(f"c/{row.conversation_id}.html", pages.conversation_page(
-                row=row, meta=src.meta, player=player, prompts=prompts(src, blind=False), measures=src.measures,
-                judges=judges, records=src.judged, garble=src.garble, speakers=src.speakers,
-                annotation=bool(picks), demo_quality=bool(config.get("demo_quality"))))
+            w.text(f"c/{row.conversation_id}.html", _conversation_page(ctx, src, media))
+            index_rows.append(index_row(src, media, judges, config))
         pick = pick_of.get(row.conversation_id)
         if pick is not None:
-            questions = [q.to_json() for q in human_questions(row.archetype, src.scenario.answer_key, src.transcript or {},
-                                                              settings.questions) if q.seat in pick.seats]
-            item_questions[pick.code] = questions
-            i = codes.index(pick.code)
-            w.text(f"annotate/item-{pick.code}.html", pages.annotate_item_page(
-                code=pick.code, position=i + 1, total=len(codes), prev_code=codes[i - 1] if i else None,
-                next_code=codes[i + 1] if i + 1 < len(codes) else None,
-                player=player_data(src, media, f"../media/{media.file}", config, blind=True),
-                prompts=prompts(src, blind=True), questions=questions))
-        return _index_row(src, media, judges, config)
-
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        built = list(pool.map(build_one, rows))
-    index_rows = [r for r in built if r is not None]
-    summary.not_recorded = sum(1 for r in built if r is None)
-    summary.conversations = 0 if annotation_only else len(index_rows)
-    summary.audio_bytes = sum(p.stat().st_size for p in summary.written
-                              if p.parent.name == "media" and p.suffix != ".json" and p.exists())
+            html, questions[pick.code] = _item_page(ctx, src, media, pick)
+            w.text(f"annotate/item-{pick.code}.html", html)
+    summary.conversations = len(index_rows)
 
     _copy_assets(w)
     if picks:
-        _write_study(w, picks, item_questions, summary, annotation_only)
+        _write_study(w, ctx, questions)
     if annotation_only:
+        summary.removed = w.remove_stale()
         w.text("index.html", pages.redirect_page("annotate/index.html", "Blind annotation"))
     else:
-        counts = {"conversations": len(index_rows), "archetypes": len({r["archetype"] for r in index_rows}),
-                  "pairings": len({r["pairing"] for r in index_rows}), "demo_quality": bool(config.get("demo_quality"))}
-        if summary.not_recorded:
-            counts["missing_note"] = f" ({summary.not_recorded} in the design not recorded yet)"
-        data = json.dumps(_index_data(index_rows, config, judges), ensure_ascii=False, separators=(",", ":"))
-        w.text("index-data.js", f"window.DYAFDB_INDEX = {data};\n")
-        summary.removed = _remove_stale(out, summary.written)
-        w.text("index.html", pages.index_page(counts, annotation=bool(picks)))
-    if annotation_only:
-        summary.removed = _remove_stale(out, summary.written)
+        w.text("index-data.js", "window.DYAFDB_INDEX = " + _json(index_data(index_rows, config, judges)) + ";\n")
+        summary.removed = w.remove_stale()
+        w.text("index.html", pages.index_page(_counts(index_rows, summary, config), annotation=bool(picks)))
     summary.seconds = time.perf_counter() - t0
-    print(summary.line(), file=log)
+    print(summary.line(), file=log or sys.stdout)
     return summary
 
 
-def _write_study(w: _Writer, picks: Sequence[Pick], item_questions: Mapping[str, list[dict[str, Any]]],
-                 summary: BuildSummary, annotation_only: bool) -> None:
-    items = []
-    for p in picks:
-        qs = item_questions.get(p.code, [])
-        items.append({"code": p.code, "ref": _encode_ref(p.conversation_id),
-                      "q": [[q["seat"], q["measure"]] for q in qs]})
-    fingerprint = json.dumps([[p.code, p.conversation_id, it["q"]] for p, it in zip(picks, items)], sort_keys=True)
-    study = hashlib.sha256(fingerprint.encode()).hexdigest()[:12]
-    doc = json.dumps({"study": study, "items": items}, separators=(",", ":"))
-    w.text("annotate/study.js", f"window.DYAFDB_STUDY = {doc};\n")
-    seats = {(p.code, q["seat"]) for p in picks for q in item_questions.get(p.code, [])}
-    summary.items, summary.seats = len(picks), len(seats)
-    summary.questions = sum(len(v) for v in item_questions.values())
-    w.text("annotate/index.html", pages.annotate_index_page(len(picks), len(seats)))
-    if not annotation_only:
-        lines = ["code\tconversation_id\tarchetype\tpairing\tseats"]
-        lines += [f"{p.code}\t{p.conversation_id}\t{p.archetype}\t{p.pairing}\t{','.join(p.seats)}" for p in picks]
-        w.text("annotation-sample.tsv", "\n".join(lines) + "\n")
+def _json(doc: Any) -> str:
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
 
 
-def _remove_stale(out: Path, written: set[Path]) -> int:
-    removed = 0
-    for folder in MANAGED:
-        base = out / folder
-        if not base.is_dir():
-            continue
-        for path in base.rglob("*"):
-            if path.is_file() and path not in written:
-                path.unlink()
-                removed += 1
-    for name in ("index-data.js", "annotation-sample.tsv"):
-        path = out / name
-        if path.exists() and path not in written:
-            path.unlink()
-            removed += 1
-    return removed
+def _counts(index_rows: Sequence[Mapping[str, Any]], summary: BuildSummary, config: Mapping[str, Any]) -> dict[str, Any]:
+    counts = {"conversations": len(index_rows), "archetypes": len({r["archetype"] for r in index_rows}),
+              "pairings": len({r["pairing"] for r in index_rows}), "demo_quality": bool(config.get("demo_quality"))}
+    if summary.not_recorded:
+        counts["missing_note"] = f" ({summary.not_recorded} in the design not recorded yet)"
+    return counts
 
 
-def site_path(config: Mapping[str, Any], root: Path = Path(".")) -> Path:
-    return Path(viewer_settings(config, root).out)
-
-
-__all__ = ["build_site", "BuildSummary", "site_path"]
+__all__ = ["build_site", "BuildSummary"]

@@ -45,13 +45,16 @@ class Sources:
         return {first: "A", ("b" if first == "a" else "a"): "B"}
 
 
-def read_judge_records(config: Mapping[str, Any], root: Path, archetypes: Sequence[str]) -> tuple[list[str], dict[str, list[dict[str, Any]]]]:
+Records = dict[str, list[dict[str, Any]]]
+
+
+def read_judge_records(config: Mapping[str, Any], root: Path, archetypes: Sequence[str]) -> tuple[list[str], Records]:
     """The configured judges, and every judge record of these archetypes keyed by conversation id.
 
     A batch file that is missing (not judged yet) is skipped; a broken one stops with its path.
     """
     settings = judge_settings(config, root)
-    by_conversation: dict[str, list[dict[str, Any]]] = {}
+    by_conversation: Records = {}
     for judge in settings.run:
         for archetype, question in judge_plan(sorted(set(archetypes))):
             path = judge_output_path(config, root, judge, archetype, question)
@@ -65,8 +68,8 @@ def read_judge_records(config: Mapping[str, Any], root: Path, archetypes: Sequen
                         rec = json.loads(line)
                         by_conversation.setdefault(rec["conversation_id"], []).append(rec)
                     except (json.JSONDecodeError, KeyError) as exc:
-                        raise InputError(f"{path}: line {n} is not a judge record ({exc}); "
-                                         f"run `dyafdb judge --judge {judge} --archetype {archetype} --question {question}` again") from None
+                        again = f"dyafdb judge --judge {judge} --archetype {archetype} --question {question}"
+                        raise InputError(f"{path}: line {n} is not a judge record ({exc}); run `{again}` again") from None
     return list(settings.run), by_conversation
 
 

@@ -1,9 +1,11 @@
-"""One conversation's measures as the index filters them and the page tabulates them."""
+"""The index's data: each conversation's design columns and measures, as the browser filters them."""
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from dyafdb.viewer.media import Media
+from dyafdb.viewer.model import model_label
 from dyafdb.viewer.sources import Sources
 
 # The archetype's headline (the measure its task score is built from), shown in the index:
@@ -14,9 +16,9 @@ HEADLINE: dict[str, list[tuple[str, str, bool]]] = {
     "T2": [("final_choice", "a", True), ("solved", "a", True)],
     "T3-1": [("occupancy", "ab", False)],
     "T3-2": [("occupancy", "a", False), ("agreement", "a", True)],
-    "T4-1": [("landed_option", "a", True), ("won", "a", True)],
+    "T4-1": [("landed_option", "a", True), ("won", "ab", True)],
     "T4-2": [("leak", "a", False), ("asked", "a", True)],
-    "T4-3": [("landed_option", "a", True), ("won", "a", True)],
+    "T4-3": [("landed_option", "a", True), ("won", "ab", True)],
     "T4-4": [("agreed_price", "a", True), ("gap_share", "a", True)],
 }
 # Counts and denominators the page shows but the index does not offer as filters.
@@ -91,3 +93,42 @@ def headline(archetype: str, values: Mapping[str, Any], labels: Mapping[str, str
             shown = show(measure, values.get(key), labels.get(key))
             out.append({"measure": measure, "side": side, "judge": key.split("|")[2], "text": shown})
     return out
+
+
+def index_row(src: Sources, media: Media, judges: Sequence[str], config: Mapping[str, Any]) -> dict[str, Any]:
+    """One conversation in the index; its measures under ``_values``/``_labels`` until :func:`index_data`."""
+    row = src.row
+    values, labels = measure_values(src)
+    return {
+        "id": row.conversation_id, "href": f"c/{row.conversation_id}.html", "archetype": row.archetype,
+        "scenario": row.scenario, "title": src.scenario.title, "pairing": row.pairing, "play": row.play,
+        "model_a": row.model_a, "model_b": row.model_b,
+        "label_a": model_label(config, row.model_a), "label_b": model_label(config, row.model_b),
+        "opener": row.opener, "opener_model": row.opener_model, "repetition": row.repetition,
+        "window_s": row.window_s, "duration_s": media.duration_s, "end_reason": src.meta.get("end_reason", ""),
+        "scored": src.measures is not None, "judged": sorted({r["judge"] for r in src.judged}),
+        "headline": headline(row.archetype, values, labels, judges), "_values": values, "_labels": labels,
+    }
+
+
+def _catalog_order(key: str) -> tuple[bool, str, str, str]:
+    measure, side, judge = key.split("|")
+    return judge != "", judge, measure, side
+
+
+def index_data(rows: list[dict[str, Any]], config: Mapping[str, Any], judges: Sequence[str]) -> dict[str, Any]:
+    """Rows with their measures as arrays aligned to one catalog (a few MB for the full suite)."""
+    keys = sorted({k for r in rows for k in (*r["_values"], *r["_labels"])}, key=_catalog_order)
+    position = {k: i for i, k in enumerate(keys)}
+    out_rows = []
+    for r in rows:
+        values: list[Any] = [None] * len(keys)
+        for k, v in r["_values"].items():
+            values[position[k]] = v
+        labels = {str(position[k]): v for k, v in r["_labels"].items()}
+        out_rows.append({**{k: v for k, v in r.items() if not k.startswith("_")}, "v": values, "l": labels})
+    models = config.get("models") or {}
+    return {"catalog": [catalog_entry(k) for k in keys], "rows": out_rows, "judges": list(judges),
+            "demo_quality": bool(config.get("demo_quality")),
+            "models": {m: model_label(config, m) for m in models},
+            "labels": {m: (spec or {}).get("label") or m for m, spec in models.items()}}

@@ -1,0 +1,66 @@
+"""Build the static conversation viewer: an index filterable by archetype, pairing, opener and any
+measure; one page per conversation (waveforms, VAD segments, overlap, audio with a moving cursor,
+transcript, prompts, measures, each judge's answers and raw replies); and blind annotation pages
+whose answers export as the human-labels CSV of the agreement analysis. Opens from file:// or any
+static server; see docs/viewer.md."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from dyafdb.commands._common import add_config_argument, load_configs
+
+NAME = "view"
+HELP = "static site: conversation pages (audio, waveforms, transcript, measures, judges) and blind annotation"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_argument(parser)
+    parser.add_argument("--out", type=Path, default=None,
+                        help="site folder (default: viewer.out, else <results_dir>/site; with --annotation-only "
+                             "<results_dir>/annotation-site)")
+    parser.add_argument("--id", dest="ids", action="append", default=None,
+                        help="only this conversation (repeatable); default every recorded conversation of the design")
+    parser.add_argument("--jobs", "-j", type=int, default=1, help="conversations prepared in parallel (audio encoding)")
+    parser.add_argument("--audio", choices=("vorbis", "flac", "wav"), default=None, help="audio format (default viewer.audio)")
+    parser.add_argument("--annotation-only", action="store_true",
+                        help="write only the blind annotation pages and their audio, to hand to raters")
+    parser.add_argument("--no-annotation", action="store_true", help="leave the annotation pages out")
+    parser.add_argument("--sample", action="append", default=None, metavar="ARCHETYPE=N",
+                        help="conversations to annotate per archetype (repeatable; default viewer.annotation."
+                             "conversations, else the paper's T1-1=40 T1-2=60)")
+    parser.add_argument("--seed", type=int, default=None, help="sampling seed (default viewer.annotation.seed, else 0)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dyafdb.schema_check import InputError
+    from dyafdb.viewer.sampler import parse_sample_args
+    from dyafdb.viewer.settings import viewer_settings
+    from dyafdb.viewer.site import build_site
+
+    config = load_configs(args)
+    settings = viewer_settings(config, args.root)
+    full_site = settings.out
+    changes: dict = {}
+    if args.annotation_only and args.no_annotation:
+        raise InputError("--annotation-only and --no-annotation contradict each other; keep one")
+    if args.annotation_only:
+        changes["out"] = args.out or Path(args.root) / config["results_dir"] / "annotation-site"
+        if Path(changes["out"]).resolve() == Path(full_site).resolve():
+            raise InputError(f"--annotation-only would overwrite the full site in {full_site}; give another --out")
+    elif args.out:
+        changes["out"] = args.out
+    if args.audio:
+        changes["audio"] = args.audio
+    if args.no_annotation:
+        changes["annotation"] = False
+    if args.sample:
+        changes["sample"] = parse_sample_args(args.sample)
+    if args.seed is not None:
+        changes["seed"] = args.seed
+    settings = dataclasses.replace(settings, **changes)
+    summary = build_site(config, args.root, settings, ids=args.ids, jobs=args.jobs, annotation_only=args.annotation_only)
+    print(f"open {Path(summary.out).resolve() / 'index.html'} (file://) or serve {summary.out} with any static server")
+    return 0
