@@ -24,6 +24,31 @@ DYAFDB = "dyafdb"
 CONVERSATIONS = {row.conversation_id: row for row in build_design(config)}
 CONVERSATION_IDS = sorted(CONVERSATIONS)
 
+def site_resources(kind):
+    """SLURM partition/account (and GPU model for record jobs) from the environment or config `slurm:`.
+
+    Kept out of the rules' own numbers so one workflow serves every cluster; empty on a laptop.
+    """
+    slurm = config.get("slurm") or {}
+    env = os.environ
+    partition = env.get("DYAFDB_SLURM_PARTITION") or slurm.get("partition")
+    if kind == "gpu":
+        partition = env.get("DYAFDB_SLURM_GPU_PARTITION") or slurm.get("gpu_partition") or partition
+    out = {}
+    if partition:
+        out["slurm_partition"] = partition
+    account = env.get("DYAFDB_SLURM_ACCOUNT") or slurm.get("account")
+    if account:
+        out["slurm_account"] = account
+    gpu_model = env.get("DYAFDB_SLURM_GPU_MODEL") or slurm.get("gpu_model")
+    if kind == "gpu" and gpu_model:
+        out["gpu_model"] = gpu_model
+    return out
+
+
+CPU_SITE = site_resources("cpu")
+GPU_SITE = site_resources("gpu")
+
 # Rules files append their final outputs here; `rule all` reads it lazily, after every include.
 FINAL_TARGETS = []
 

@@ -12,6 +12,7 @@ rule design:
     resources:
         mem_mb=1000,
         runtime=5,
+        **CPU_SITE,
     shell:
         "dyafdb design {params.cfg} --out {output} > {log} 2>&1"
 

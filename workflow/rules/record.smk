@@ -25,6 +25,7 @@ rule record:
         gpu=record_resource("gpus", 0),
         mem_mb=record_resource("mem_mb", 2000),
         runtime=record_resource("runtime_min", 10, max),
+        **GPU_SITE,
     shell:
         "dyafdb record {params.cfg} --id {wildcards.conversation} --out {params.out}"
         " --log-dir logs/workers/{wildcards.conversation} --no-progress > {log} 2>&1"
