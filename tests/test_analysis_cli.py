@@ -19,14 +19,14 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("analysis")
-    spec = S.Spec(tasks=S.ALL_TASKS, scenarios=2, windows=(30.0, 60.0), own={"alpha": 0.8}, partner={"beta": 0.5})
+    spec = S.Spec(tasks=S.ALL_TASKS, scenarios=1, windows=(30.0, 60.0), own={"alpha": 0.8}, partner={"beta": 0.5})
     S.write(spec, root / "measures.tsv")
     cfg = {
         "scenarios_dir": "scenarios", "results_dir": "results", "demo_quality": True,
         "models": {m: {"adapter": "null", "label": m.title()} for m in spec.models},
         "suites": {"main": {"models": list(spec.models), "archetypes": list(S.ALL_TASKS), "repetitions": 1, "window_s": 60}},
         "judge": {"judges": {"judge-main": {"backend": "anthropic", "model": "x"}, "judge-second": {"backend": "anthropic", "model": "y"}}},
-        "analysis": {"bootstrap": 30, "reference_models": ["alpha", "beta"], "anchor_model": "alpha"},
+        "analysis": {"bootstrap": 10, "dpi": 60, "reference_models": ["alpha", "beta"], "anchor_model": "alpha"},
     }
     (root / "config.yaml").write_text(yaml.safe_dump(cfg))
     return root

@@ -14,6 +14,7 @@ from dyafdb.analysis import text_pairing as T
 from dyafdb.analysis.io import read_measures
 from dyafdb.analysis.runs import build_runs
 from dyafdb.analysis.settings import Settings
+from dyafdb.cli import main
 from dyafdb.config import validate_config
 from dyafdb.schema_check import InputError
 from stub_chat_server import StubChat
@@ -92,6 +93,19 @@ def test_score_and_table9(tmp_path):
     row = table.set_index("model").loc["ta"]
     assert row["kind"] == "text" and row["label"] == "Talker A"
     assert (row["T1-1"], row["T2"], row["T3-2 agreement"], row["T4-2"]) == (1.0, 1.0, 1.0, 1.0)
+
+    # the command: speech rows from a per-run table, text rows from the text measures
+    from dyafdb.analysis import synthetic as S
+    from dyafdb.analysis.products import runs_product
+    S.write(S.Spec(models=("m1", "m2"), tasks=("T1-1", "T2", "T3-2", "T4-2"), scenarios=1, judges=("main",), windows=(4.0,)),
+            tmp_path / "speech.tsv")
+    runs_product([tmp_path / "speech.tsv"], Settings(models=["m1", "m2"]), tmp_path / "runs.tsv")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["text-pair", "table", "--config", str(tmp_path / "config.yaml"), "--runs", str(tmp_path / "runs.tsv"),
+                 "--text-measures", *map(str, paths), "--out", str(tmp_path / "t9.tsv"), "--html", str(tmp_path / "t9.html")]) == 0
+    t9 = pd.read_csv(tmp_path / "t9.tsv", sep="\t")
+    assert list(t9["kind"]) == ["speech", "speech", "text", "text"] and list(t9["model"]) == ["m1", "m2", "ta", "tb"]
+    assert "Talker A" in (tmp_path / "t9.html").read_text()
 
 
 def test_config_errors(tmp_path):

@@ -129,3 +129,23 @@ def test_no_model_name_pairing_id_or_path_in_any_transcript(tmp_path, config_fil
                     assert not re.search(rf"(?<![a-z0-9]){re.escape(bad.lower())}(?![a-z0-9])", low), (kind, bad, text)
             assert set(json.loads(texts["json"])) == {"format", "speakers", "window", "lines", "unattached",
                                                       "tokens_in_two_windows"}
+
+
+def test_stage_commands_run_alone_from_the_previous_stage_file(tmp_path, capsys):
+    from dyafdb.cli import main
+    from scoring_fixtures import write_project, write_recording_from_segments
+
+    write_project(tmp_path, ["T1-1"])
+    cid = "c1"
+    write_recording_from_segments(tmp_path / "results/recordings" / cid, {"a": [(0, 12)], "b": [(20, 30)]}, 40,
+                                  [("a", 3, "hello"), ("b", 21, "hi")], conversation_id=cid, archetype="T1-1",
+                                  scenario="t1-1-fixture-01", opener="b")
+    base = ["--config", str(tmp_path / "config.yaml"), "--root", str(tmp_path), "--id", cid]
+    assert main(["transcript", *base]) == 2  # no segments yet: says which file and what to run
+    assert "run `dyafdb score`" in capsys.readouterr().err
+    assert main(["segments", *base]) == 0
+    assert main(["transcript", *base]) == 0 and main(["mechanical", *base]) == 0
+    text = (tmp_path / "results/transcripts" / f"{cid}.txt").read_text()
+    assert text == "[0.00] Speaker A: hello\n[1.60] Speaker B: hi\n"
+    measures = json.loads((tmp_path / "results/measures" / f"{cid}.json").read_text())
+    assert measures["values"]["a"]["occupancy"] == pytest.approx(12 / 22)

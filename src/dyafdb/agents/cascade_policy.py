@@ -5,11 +5,13 @@ Times are seconds on the conversation clock; they are turned into 80 ms ticks on
 agent's decisions depend on the logical clock only, never on wall time.
 
 The presets differ where the paper's turn-taking measures look (Appendix C):
-  eager   answers after a short silence (so it cuts into the partner's mid-turn pauses: TOR_pause),
+  eager   answers after a short silence, and quickly enough to start inside the partner's 0.8 s pause
+          between two sentences (so it cuts into mid-turn pauses: TOR_pause),
           starts speaking even if the partner has resumed, holds the floor when talked over, barges
           into long partner turns, and rarely backchannels;
-  polite  waits for a long silence (takes turn ends, not pauses), drops its reply if the partner
-          resumes first, yields when talked over, never barges in, and backchannels often.
+  polite  waits for 1 s of silence, the paper's turn end (so it takes turn ends, not pauses), drops
+          its reply if the partner resumes first, yields when talked over, never barges in, and
+          backchannels often.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class Policy:
 
 _COMMON: dict[str, Any] = {
     "vad_start_rms": 0.010, "vad_end_rms": 0.004, "min_turn_s": 0.24,
-    "volume": 0.8, "sentence_gap_s": 0.4,
+    "volume": 0.8, "sentence_gap_s": 0.8,
     "yield_after_s": 0.64, "overlap_backchannel_s": 1.0,
     "backchannel_after_s": 1.6, "backchannel_gap_s": 2.4, "backchannel_pause_s": 0.16,
     "backchannels": ("Mhm.", "Uh-huh.", "Yeah."), "backchannel_length_scale": 0.8,
@@ -87,10 +89,10 @@ _COMMON: dict[str, Any] = {
 }
 
 PRESETS: dict[str, dict[str, Any]] = {
-    "eager": {**_COMMON, "end_of_turn_silence_s": 0.32, "latency_s": 0.16, "latency_per_word_s": 0.01,
+    "eager": {**_COMMON, "end_of_turn_silence_s": 0.32, "latency_s": 0.12, "latency_per_word_s": 0.005,
               "length_scale": 0.95, "start_over_partner": True, "yield_probability": 0.0,
               "backchannel_probability": 0.1, "barge_in_after_s": 4.0, "idle_s": 2.8},
-    "polite": {**_COMMON, "end_of_turn_silence_s": 0.8, "latency_s": 0.48, "latency_per_word_s": 0.02,
+    "polite": {**_COMMON, "end_of_turn_silence_s": 1.0, "latency_s": 0.4, "latency_per_word_s": 0.01,
                "length_scale": 1.05, "start_over_partner": False, "yield_probability": 1.0,
                "backchannel_probability": 0.6, "barge_in_after_s": None, "idle_s": 4.0},
 }

@@ -297,3 +297,23 @@ FIGURES: dict[str, Callable] = {
     "leaderboard": leaderboard_figure,
     "text_pairing": text_pairing_figure,
 }
+
+
+def draw(name: str, paths: list[Path], tables: list[pd.DataFrame], settings: Settings):
+    """The figure ``name`` from its tables (``matrices``: any number of matrix TSVs; ``timing``: summary, curves)."""
+    from dyafdb.schema_check import InputError
+
+    if name == "matrices":
+        mats = []
+        for path, table in zip(paths, tables):
+            key = Path(path).stem.split("_", 1)[-1]
+            title = C.TASK_TITLES.get(key) or C.TURN_TAKING_LABELS.get(key) or Path(path).stem.replace("_", " ")
+            mats.append(Matrix.from_frame(table, name=Path(path).stem, title=title))
+        return matrices_figure(mats, settings)
+    if name == "timing":
+        if len(tables) != 2:
+            raise InputError("figure timing needs two tables: the timing summary, then the curves")
+        return timing_figure(tables[1], tables[0], settings)
+    if name not in FIGURES:
+        raise InputError(f"unknown figure {name!r}; choose one of matrices, {', '.join(FIGURES)}")
+    return FIGURES[name](tables[0], settings)

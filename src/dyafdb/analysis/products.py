@@ -87,6 +87,8 @@ def _main(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
 
 
 def matrix_product(runs: pd.DataFrame, settings: Settings, task: str, out: Path, html: Path | None) -> Matrix:
+    if task not in C.TASK_TITLES:
+        raise InputError(f"--task {task!r} is not an archetype; choose one of {', '.join(C.TASK_TITLES)}")
     m = score_matrix(_main(runs, settings), task, settings)
     write_tsv(m.to_frame(), out)
     if html:

@@ -299,7 +299,8 @@ def bradley_terry(runs: pd.DataFrame, settings: Settings, refs: list[str], ancho
     n_m, n_t = len(models), len(tasks)
     to_points = settings.rating_scale / LN10
     if len(ref_data.y) == 0:
-        raise InputError("rating: no cross-play battles between reference models; record the reference pairings first")
+        # nothing to rate yet (e.g. one reference model, or no contested task recorded): an empty board
+        return pd.DataFrame(columns=["model", "rank", "reference", "anchor", "rating", "lower", "upper", "battles"])
     ref_point = fit_references(ref_data, n_m, n_t, a_i)
     n_ref = int(ref_data.counts.sum())
     ref_reps = np.zeros((0, len(ref_point)))

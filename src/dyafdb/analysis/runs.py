@@ -92,7 +92,9 @@ def widen(measures: pd.DataFrame, judge: str | None) -> pd.DataFrame:
     # A judged "none" is written as an empty value with the label "none"; an off-label reply as an
     # empty value with the label "invalid". Reading the label where the value is empty keeps the two
     # apart: "none" is an answer (e.g. never entered: censored), "invalid" is no answer (left out).
-    label = m[C.LABEL].where(~m[C.LABEL].str.lower().isin(["invalid"]), "")
+    # Only for measures whose label is the answer itself (a time, a candidate): a derived row such as
+    # gap_share carries the price as its label, which must not stand in for the share.
+    label = m[C.LABEL].where(~m[C.LABEL].str.lower().isin(["invalid"]) & m[C.MEASURE].isin(C.JUDGE_LABEL_MEASURES), "")
     cell = m[C.VALUE].where(m[C.VALUE] != "", label)
     values = (m.assign(**{C.VALUE: cell}).drop_duplicates([C.CONVERSATION, C.SIDE, C.MEASURE], keep="last")
                .set_index([C.CONVERSATION, C.SIDE, C.MEASURE])[C.VALUE].unstack(C.MEASURE))
@@ -223,6 +225,7 @@ def build_runs(measures: pd.DataFrame, settings: Settings | None = None, judge: 
     decided[t44a] = d44[t44a]
 
     asked_rows = task.isin(["T3-2", "T4-2"]) & side_a
+    # failures of a side still garbled after its last attempt (module docstring)
     garbled = _bool(_col(wide, C.GARBLE_FAILED)).fillna(0.0)
     garbled_conv = garbled.groupby(wide[C.CONVERSATION]).transform("max") == 1.0
     scored_row = holder | team_row | t41 | (task.isin(["T4-2", "T4-3", "T4-4"]) & side_a)

@@ -101,10 +101,10 @@ def measures(spec: Spec) -> pd.DataFrame:
         add(mask, side, C.ROLE_ADHERENCE, [C.ADHERENCE_SCALE[x] for x in label], judged=True, labels=label)
         add(mask, side, C.IN_ROLE, (label != "no").astype(int), judged=True, labels=label)
         entered = rng.random(n) < p(logit, 1.0)
-        entry = np.round(rng.uniform(3, 0.6 * window), 2)
+        entry = np.round(rng.uniform(0.05 * window, 0.6 * window), 2)
         add(mask, side, C.ROLE_ENTRY, none_empty(entered, entry), judged=True, labels=np.where(entered, entry.astype(str), "none"))
         exited = entered & (rng.random(n) < p(-logit, -1.0))
-        exit_ = np.round(entry + rng.uniform(1, 0.4 * window), 2)
+        exit_ = np.round(entry + rng.uniform(0.02 * window, 0.4 * window), 2)
         add(mask, side, C.ROLE_EXIT, none_empty(exited, exit_), judged=True, labels=np.where(exited, exit_.astype(str), "none"))
     # T2: team decision, on both sides
     mask = task == "T2"
@@ -141,7 +141,7 @@ def measures(spec: Spec) -> pd.DataFrame:
     leak = asked & (rng.random(n) < p(la - lb))
     add(mask, "a", C.ASKED, asked.astype(int), judged=True, labels=np.where(asked, "yes", "no"))
     add(mask, "a", C.LEAK, leak.astype(int))
-    add(mask, "a", C.LEAK_TIME, none_empty(leak, np.round(rng.uniform(2, window), 2)))
+    add(mask, "a", C.LEAK_TIME, none_empty(leak, np.round(rng.uniform(0.03 * window, window), 2)))
     # T4-4: price among deals, seller's share of the gap (buyer's = 1 - that)
     mask = task == "T4-4"
     deal = rng.random(n) < 0.4

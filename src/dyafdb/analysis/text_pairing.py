@@ -217,6 +217,7 @@ def read_conversations(path: Path) -> list[dict[str, Any]]:
 @dataclass
 class MeasureRows:
     rows: list[dict[str, Any]] = field(default_factory=list)
+    quality: str = ""  # "demo" when a text model or the judge is a small local model
 
     def add(self, rec: Mapping[str, Any], side: str, measure: str, value: Any, judge: str = "", label: str = "") -> None:
         role_a, role_b = ARCHETYPE_ROLES[rec["archetype"]]
@@ -227,7 +228,7 @@ class MeasureRows:
             C.PARTNER: rec["model_b"] if side == "a" else rec["model_a"], C.SIDE: side,
             C.ROLE: role_a if side == "a" else role_b, C.OPENER: str(rec["opener"] == side).lower(),
             C.REPETITION: rec["repetition"], C.ATTEMPT: 1, C.MEASURE: measure, C.JUDGE: judge,
-            C.VALUE: "" if value is None else value, C.LABEL: label,
+            C.VALUE: "" if value is None else value, C.LABEL: label, C.QUALITY: self.quality,
         })
 
 
@@ -310,14 +311,19 @@ def score(config: Mapping[str, Any], root: Path, conversations: Path, out: Path,
     """measures.tsv-format rows for the text conversations in ``conversations`` (one archetype's JSONL)."""
     from dyafdb.analysis.io import write_tsv
 
+    from dyafdb.judge.settings import judge_settings
+
     ts = text_settings(config)
     records = read_conversations(conversations)
-    rows = MeasureRows()
+    judge = judge or main_judge_name(config, ts)
+    local = any(ts.models[m].backend == "llamacpp" for m in ts.pairing if m in ts.models)
+    rows = MeasureRows(quality="demo" if local or judge_settings(config, root).judge(judge).demo_quality else "")
     mechanical_rows(records, root, config, rows)
     if records:
-        judge_rows(records, config, root, judge or main_judge_name(config, ts), rows, log)
+        judge_rows(records, config, root, judge, rows, log)
     frame = pd.DataFrame(rows.rows, columns=[C.CONVERSATION, C.SUITE, C.ARCHETYPE, C.SCENARIO, C.WINDOW, C.MODEL, C.PARTNER,
-                                             C.SIDE, C.ROLE, C.OPENER, C.REPETITION, C.ATTEMPT, C.MEASURE, C.JUDGE, C.VALUE, C.LABEL])
+                                             C.SIDE, C.ROLE, C.OPENER, C.REPETITION, C.ATTEMPT, C.MEASURE, C.JUDGE, C.VALUE,
+                                             C.LABEL, C.QUALITY])
     write_tsv(frame, out)
     return frame
 

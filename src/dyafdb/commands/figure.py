@@ -24,27 +24,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # imported here: matplotlib would slow every other dyafdb command down
-    from dyafdb.analysis import columns as C
     from dyafdb.analysis import figures as F
     from dyafdb.analysis.io import read_tsv
     from dyafdb.analysis.settings import from_config
-    from dyafdb.analysis.tables import Matrix
 
     settings = from_config(load_configs(args), args.root)
     tables = [read_tsv(p) for p in args.input]
-    if args.name == "matrices":
-        mats = []
-        for path, table in zip(args.input, tables):
-            key = path.stem.split("_", 1)[-1]
-            title = C.TASK_TITLES.get(key) or C.TURN_TAKING_LABELS.get(key) or path.stem.replace("_", " ")
-            mats.append(Matrix.from_frame(table, name=path.stem, title=title))
-        fig = F.matrices_figure(mats, settings)
-    elif args.name == "timing":
-        if len(tables) != 2:
-            raise InputError("dyafdb figure timing needs --input SUMMARY.tsv CURVES.tsv")
-        fig = F.timing_figure(tables[1], tables[0], settings)
-    else:
-        fig = F.FIGURES[args.name](tables[0], settings)
+    try:
+        fig = F.draw(args.name, args.input, tables, settings)
+    except KeyError as exc:
+        raise InputError(f"{', '.join(map(str, args.input))}: not the table(s) figure {args.name} draws (no column {exc}); "
+                         "pass the TSV its analysis rule writes (docs/analysis.md)") from None
     for path in F.save(fig, args.out_prefix, settings):
         print(path)
     return 0

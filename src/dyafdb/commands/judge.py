@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from dyafdb.design import build_design
     from dyafdb.judge.backends import JudgeError
     from dyafdb.judge.rubric import judge_plan
-    from dyafdb.judge.runner import run_batch
+    from dyafdb.judge.runner import Usage, run_batch
     from dyafdb.judge.settings import judge_settings
     from dyafdb.schema_check import InputError
 
@@ -46,8 +46,13 @@ def run(args: argparse.Namespace) -> int:
                          + (f" and question {args.question}" if args.question else ""))
     try:
         for judge in judges:
+            total = Usage()
             for archetype, question in plan:
-                run_batch(config, args.root, judge, archetype, question, args.out, rows)
+                usage = run_batch(config, args.root, judge, archetype, question, args.out, rows)
+                for name in vars(total):
+                    setattr(total, name, getattr(total, name) + getattr(usage, name))
+            if len(plan) > 1:
+                print(total.summary(settings.judge(judge), f"judge {judge} total"))
     except JudgeError as exc:
         print(f"dyafdb judge: error: {exc}", file=sys.stderr)
         return 4

@@ -56,10 +56,14 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("dyafdb text-pair table needs --runs")
         settings = from_config(config, args.root)
         speech = read_runs(args.runs)
+        if "quality" in speech and (speech["quality"] == "demo").any():
+            settings.demo_quality = True
         speech = at_window(speech, main_window(speech, settings))
         text = None
         if args.text_measures:
             measures = read_measures(args.text_measures)
+            if (measures["quality"] == "demo").any():
+                settings.demo_quality = True
             ts = T.text_settings(config)
             judge = args.judge or T.main_judge_name(config, ts)
             present = set(measures.loc[measures["judge"] != "", "judge"])
