@@ -75,3 +75,26 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> di
     if overrides:
         data = _merge(data or {}, overrides)
     return validate_config(data, path)
+
+
+def _diff(base: Any, new: Any) -> Any:
+    """The parts of ``new`` that differ from ``base`` (recursively for mappings); None if nothing does."""
+    if isinstance(base, dict) and isinstance(new, dict):
+        out = {}
+        for key, value in new.items():
+            if key not in base:
+                out[key] = value
+            else:
+                sub = _diff(base[key], value)
+                if sub is not None:
+                    out[key] = sub
+        return out or None
+    return None if base == new else new
+
+
+def config_overrides(paths: list[str], overrides: dict[str, Any]) -> dict[str, Any]:
+    """What ``overrides`` changes relative to the merged config files (Snakemake repeats the files in it)."""
+    base: dict[str, Any] = {}
+    for path in paths:
+        base = _merge(base, read_yaml(Path(path)) or {})
+    return _diff(base, overrides) or {}

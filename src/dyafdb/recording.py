@@ -63,7 +63,11 @@ def write_recording(rec: Recording, directory: Path) -> None:
         shutil.rmtree(stale, ignore_errors=True)
     partial = directory.parent / f".partial-{directory.name}-{os.getpid()}"
     partial.mkdir(parents=True)
-    sf.write(partial / "audio.wav", rec.audio.T, SAMPLE_RATE, subtype="FLOAT")
+    with sf.SoundFile(partial / "audio.wav", "w", SAMPLE_RATE, 2, subtype="FLOAT", format="WAV") as fh:
+        # libsndfile stamps float WAVs with a PEAK chunk holding the wall-clock time; switching it off
+        # (SFC_SET_ADD_PEAK_CHUNK) makes the same conversation give byte-identical files.
+        sf._snd.sf_command(fh._file, 0x1050, sf._ffi.NULL, 0)
+        fh.write(rec.audio.T)
     with open(partial / "text.jsonl", "w") as fh:
         for token in rec.tokens:
             fh.write(json.dumps(token.to_json(), ensure_ascii=False) + "\n")

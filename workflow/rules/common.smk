@@ -4,7 +4,7 @@ import os
 import shlex
 from pathlib import Path
 
-from dyafdb.config import validate_config
+from dyafdb.config import config_overrides, validate_config
 from dyafdb.design import build_design
 
 CONFIG_FILES = [str(p) for p in (workflow.overwrite_configfiles or ["config/config.yaml"])]
@@ -15,8 +15,12 @@ RESULTS = config["results_dir"]
 SCENARIOS = config["scenarios_dir"]
 # Every command re-reads the same config files, so a job computes exactly what the plan computed.
 CONFIG_ARGS = " ".join(f"--config {shlex.quote(p)}" for p in CONFIG_FILES)
-if workflow.config_settings.overwrite_config:  # `--config key=value` on the command line
-    CONFIG_ARGS = f"{CONFIG_ARGS} --override-json {shlex.quote(json.dumps(workflow.config_settings.overwrite_config))}"
+# Snakemake folds the --configfile contents into its overrides too; pass on only what `--config
+# key=value` really changed, or every job's params would carry the whole config and any edit would
+# rerun everything, recordings included.
+CLI_OVERRIDES = config_overrides(CONFIG_FILES, workflow.config_settings.overwrite_config or {})
+if CLI_OVERRIDES:
+    CONFIG_ARGS = f"{CONFIG_ARGS} --override-json {shlex.quote(json.dumps(CLI_OVERRIDES, sort_keys=True))}"
 
 # Lint prefers the literal `dyafdb` and `params: cfg=CONFIG_ARGS` in shell commands; kept for older rules.
 DYAFDB = "dyafdb"
