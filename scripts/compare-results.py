@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Check that two result folders of the same suite hold the same recordings, segments and measures.
+
+    python scripts/compare-results.py results/ci-slurm/slurm results/ci-slurm/local
+
+Exit 0 when every recording (audio bytes, text tokens), segment file and measures.tsv row matches.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def main(a: Path, b: Path) -> int:
+    problems: list[str] = []
+    recs_a = sorted(p.name for p in (a / "recordings").iterdir() if p.is_dir() and not p.name.startswith("."))
+    recs_b = sorted(p.name for p in (b / "recordings").iterdir() if p.is_dir() and not p.name.startswith("."))
+    if recs_a != recs_b:
+        problems.append(f"different recordings: {set(recs_a) ^ set(recs_b)}")
+    for cid in sorted(set(recs_a) & set(recs_b)):
+        for name in ("audio.wav", "text.jsonl"):
+            if (a / "recordings" / cid / name).read_bytes() != (b / "recordings" / cid / name).read_bytes():
+                problems.append(f"{cid}/{name} differs")
+        seg_a = json.loads((a / "segments" / f"{cid}.json").read_text())
+        seg_b = json.loads((b / "segments" / f"{cid}.json").read_text())
+        if seg_a != seg_b:
+            problems.append(f"segments/{cid}.json differs")
+    rows_a = sorted((a / "scores" / "measures.tsv").read_text().splitlines())
+    rows_b = sorted((b / "scores" / "measures.tsv").read_text().splitlines())
+    if rows_a != rows_b:
+        diff = sorted(set(rows_a) ^ set(rows_b))[:5]
+        problems.append(f"measures.tsv differs ({len(set(rows_a) ^ set(rows_b))} rows), e.g. {diff}")
+    for p in problems:
+        print("MISMATCH:", p)
+    print(f"compared {len(recs_a)} recordings: {'identical' if not problems else f'{len(problems)} mismatches'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2])))
