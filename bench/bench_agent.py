@@ -27,7 +27,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 MAIN_ARCHETYPES = ("T1-1", "T1-2", "T2", "T3-1", "T3-2", "T4-1", "T4-2")

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from dyafdb.synthetic import scenario_doc, write_suite  # noqa: F401 (re-exported to tests)
 

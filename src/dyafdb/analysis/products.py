@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import json
 import platform
-import sys
 from importlib import metadata
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import yaml
 
