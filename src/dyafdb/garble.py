@@ -46,6 +46,7 @@ from dyafdb.bridge import SIDES
 from dyafdb.clock import FRAME_SAMPLES, SAMPLE_RATE
 from dyafdb.design import Conversation
 from dyafdb.fileio import read_json, write_json_atomic
+from dyafdb.polyphase import resample
 from dyafdb.recording import FILES, Recording, read_recording
 from dyafdb.schema_check import InputError
 from dyafdb.transcript import join_tokens
@@ -108,9 +109,7 @@ class Transcriber(Protocol):
 
 
 def _to_16k(audio: np.ndarray) -> np.ndarray:
-    from scipy.signal import resample_poly
-
-    return resample_poly(np.asarray(audio, dtype=np.float32), 2, 3).astype(np.float32)
+    return resample(np.asarray(audio, dtype=np.float32), 2, 3)
 
 
 class WhisperTranscriber:

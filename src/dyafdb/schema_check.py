@@ -11,6 +11,11 @@ import jsonschema
 import yaml
 
 
+# libyaml's loader parses the 180 scenario files about ten times faster than the pure-Python one;
+# every job that builds the design table reads them all.
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 class InputError(ValueError):
     """Bad user input (config, scenario, design row). The message names the file, the field and the fix."""
 
@@ -70,7 +75,7 @@ def _leaf_errors(errors: list[jsonschema.ValidationError]) -> list[jsonschema.Va
 def read_yaml(path: Path) -> Any:
     try:
         with open(path) as fh:
-            return yaml.safe_load(fh)
+            return yaml.load(fh, Loader=YAML_LOADER)
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except yaml.YAMLError as exc:

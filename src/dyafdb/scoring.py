@@ -22,12 +22,12 @@ from dyafdb.fileio import read_json, write_json_atomic, write_text_atomic
 from dyafdb.measures import find_leak, occupancy
 from dyafdb.recording import Recording, read_recording
 from dyafdb.scenarios import find_scenario
+from dyafdb.schema_check import YAML_LOADER
 from dyafdb.transcript import TranscriptParams, build_transcript, identifying_names, render
 from dyafdb.turntaking import TurnTakingParams, measure_conversation
 from dyafdb.vad import Interval, VadParams, detect_stereo, read_segments, segments_doc
 
 MEASURES_FORMAT = "dyafdb-measures/1"
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 STAGES = ("segments", "transcript", "measures")
 
 
@@ -83,7 +83,7 @@ def _secret_for(config: Mapping[str, Any], root: Path, meta: Mapping[str, Any]) 
         return None
     path = Path(root) / config["scenarios_dir"] / "T4-2" / f"{meta['scenario']}.yaml"
     try:  # the file was validated when the design was built; the C loader is 20x faster than a full load
-        return str(yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)["answer_key"]["secret"])
+        return str(yaml.load(path.read_text(encoding="utf-8"), Loader=YAML_LOADER)["answer_key"]["secret"])
     except (OSError, KeyError, TypeError, yaml.YAMLError):
         scenario = find_scenario(Path(root) / config["scenarios_dir"], meta["scenario"])  # names the problem
         return str(scenario.answer_key["secret"])

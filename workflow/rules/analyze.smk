@@ -325,7 +325,7 @@ rule text_pair_generate:
         "benchmarks/text_pairing/generate_{task}.tsv"
     conda:
         "../../envs/dyafdb.yml"
-    threads: 2
+    threads: ANALYSIS_PLAN.text_generate_threads
     resources:
         mem_mb=2000,
         runtime=120,
@@ -348,7 +348,7 @@ rule text_pair_score:
         "benchmarks/text_pairing/score_{task}.tsv"
     conda:
         "../../envs/dyafdb.yml"
-    threads: 2
+    threads: ANALYSIS_PLAN.text_judge_threads
     resources:
         mem_mb=2000,
         runtime=120,

@@ -68,6 +68,17 @@ class AnalysisPlan:
     def text_settings(self) -> str:
         return json.dumps({k: v for k, v in self.text.items() if k != "judge"}, sort_keys=True, default=str)
 
+    def text_generate_threads(self, wildcards=None) -> int:
+        """CPU threads of the in-process text models (they take turns, so the most any one uses)."""
+        local = [int(m.get("threads", 2)) for m in (self.text.get("models") or {}).values() if m.get("backend") == "llamacpp"]
+        return max(local, default=1)
+
+    def text_judge_threads(self, wildcards=None) -> int:
+        run = self.judges.run
+        name = self.text.get("judge") or ("main" if "main" in run else (run[0] if run else None))
+        spec = self.judges.judges.get(name) if name else None
+        return spec.threads if spec is not None and spec.backend == "llamacpp" else 1
+
     def text_judge(self) -> str:
         return json.dumps({"judge": self.text.get("judge"), "judges": self.config.get("judge")}, sort_keys=True, default=str)
 
