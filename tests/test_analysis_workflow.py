@@ -34,9 +34,8 @@ def _plan(tmp_path, archetypes=("T1-1", "T2", "T4-2"), **extra):
 def test_a_runs_job_reads_only_its_archetype(tmp_path):
     plan, conversations = _plan(tmp_path)
     files = plan.archetype_files(SimpleNamespace(task="T2"))
-    t2 = [c for c, r in conversations.items() if r.archetype == "T2"]
-    assert {f"results/measures/{c}.json" for c in t2} <= set(files)
-    assert all("t1-1" not in f and "t4-2" not in f for f in files)
+    assert "results/scores/mechanical/T2.tsv" in files  # stands for the archetype's measures, meta and garble files
+    assert all("T1-1" not in f and "T4-2" not in f for f in files)
     assert "results/judge/main/T2/final_choice.jsonl" in files and "results/judge/second/T2/final_choice.jsonl" in files
     assert plan.runs_of(["T1-1", "T1-2"]) == ["results/analysis/runs/T1-1.tsv"]
     assert plan.runs_of(["T4-3", "T4-4"]) == plan.all_runs  # none present: every archetype, so the table is still made

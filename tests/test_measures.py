@@ -9,6 +9,7 @@ import pytest
 
 from dyafdb.measures import find_leak, occupancy
 from dyafdb.recording import Token
+from dyafdb.schema_check import InputError
 from scoring_fixtures import load, write_project, write_recording_from_segments
 
 
@@ -99,6 +100,19 @@ def test_measures_table_long_format(tmp_path):
     assert {"tor_pause", "tor_end", "backchannel", "barge_in", "turns", "occupancy"} <= per_side
     tor = next(t for t in mine if t["measure"] == "tor_pause" and t["side"] == "a")
     assert tor["value"] == ""  # no partner pause: undefined, written empty
+
+    # The workflow's path: a mechanical table per archetype, then the whole table from those and the
+    # judge batches, gives the same bytes as reading every conversation directly.
+    from dyafdb.table import combined_rows
+
+    mech = tmp_path / "results/scores/mechanical/T3-2.tsv"
+    write_table(mech, table_rows(config, tmp_path, rows, with_judge=False))
+    combined = tmp_path / "combined.tsv"
+    write_table(combined, combined_rows(config, tmp_path, rows, [mech]))
+    assert combined.read_text() == out.read_text()
+    mech.write_text("conversation_id\tvalue\n")
+    with pytest.raises(InputError, match="mechanical.*columns"):
+        list(combined_rows(config, tmp_path, rows, [mech]))
 
 
 @pytest.mark.slow

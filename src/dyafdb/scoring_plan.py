@@ -7,7 +7,7 @@ while Snakemake plans (7,560 conversations in the paper's suite).
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from dyafdb.judge.rubric import judge_plan
 from dyafdb.judge.settings import judge_settings
@@ -32,16 +32,20 @@ class ScoringPlan:
             "turntaking": config.get("turntaking") or {}, "redact": identifying_names(config),
         }, sort_keys=True)
 
-    def recording_file(self, name: str) -> Callable[[Any], str]:
-        return lambda wildcards: f"{self.results}/recordings/{wildcards.conversation}/{name}"
+    def archetype_measures(self, wildcards: Any) -> list[str]:
+        return [f"{self.results}/measures/{c}.json" for c in self.by_archetype.get(wildcards.archetype, [])]
+
+    def mechanical_table(self, archetype: str) -> str:
+        return f"{self.results}/scores/mechanical/{archetype}.tsv"
+
+    @property
+    def mechanical_tables(self) -> list[str]:
+        """Every archetype's mechanical table, in archetype order (the order of the whole table)."""
+        return [self.mechanical_table(a) for a in sorted(self.by_archetype)]
 
     @property
     def judge_outputs(self) -> list[str]:
         return [f"{self.results}/judge/{j}/{a}/{q}.jsonl" for j in self.judges.run for a, q in self.plan]
-
-    def judge_transcripts(self, wildcards: Any) -> list[str]:
-        ids = self.by_archetype.get(wildcards.archetype, [])
-        return [f"{self.results}/transcripts/{c}.{ext}" for c in ids for ext in ("txt", "json")]
 
     def judge_scenarios(self, wildcards: Any) -> list[str]:
         rows = [self.conversations[c] for c in self.by_archetype.get(wildcards.archetype, [])]
@@ -50,7 +54,7 @@ class ScoringPlan:
     def judge_spec(self, wildcards: Any) -> str:
         """A judge batch's backend, model and parsing policy (not its pace): a change reruns its batches."""
         spec = self.judges.judge(wildcards.judge)
-        return json.dumps({"spec": {k: v for k, v in vars(spec).items() if k not in ("concurrency", "batch_poll_s")},
+        return json.dumps({"spec": {k: v for k, v in vars(spec).items() if k not in ("concurrency", "batch_poll_s", "threads")},
                            "label_retries": self.judges.label_retries}, sort_keys=True, default=str)
 
     def judge_mem(self, wildcards: Any) -> int:

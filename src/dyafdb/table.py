@@ -96,8 +96,14 @@ def table_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversatio
         for side in (garble or {}).get("checked_sides", []):
             yield {**_side_columns(row, side, attempt), "measure": "garble_failure", "judge": "",
                    "value": format_value(int(side in failed)), "label": "", "quality": "demo" if demo_config else ""}
-    if not with_judge:
-        return
+    if with_judge:
+        yield from _judge_rows(config, root, rows, kept)
+
+
+def _judge_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation],
+                kept: Mapping[str, tuple[Conversation, int]]) -> Iterator[dict[str, Any]]:
+    """Judge rows of the kept conversations (those with mechanical rows), for every judge the config runs."""
+    demo_config = bool(config.get("demo_quality", False))
     for judge, path in judge_files(config, root, rows):
         if not path.exists():
             raise InputError(f"{path}: judge results not found; run `dyafdb judge --judge {judge}` "
@@ -114,6 +120,35 @@ def table_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversatio
                 for r in rec["rows"]:
                     yield {**_side_columns(row, r["side"], attempt), "measure": r["measure"], "judge": judge,
                            "value": format_value(r["value"]), "label": r.get("label") or "", "quality": quality}
+
+
+def combined_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation], mechanical: Sequence[Path],
+                  with_judge: bool = True) -> Iterator[dict[str, Any]]:
+    """The whole table from per-archetype mechanical tables (``table_rows(..., with_judge=False)`` of
+    each archetype, in archetype order) plus the judge rows: the same rows as :func:`table_rows`,
+    without reading every conversation's files again."""
+    by_id = {r.conversation_id: r for r in rows}
+    kept: dict[str, tuple[Conversation, int]] = {}
+    for path in mechanical:
+        try:
+            fh = open(path, encoding="utf-8", newline="")
+        except FileNotFoundError:
+            raise InputError(f"{path}: mechanical table not found; build it with `dyafdb measures --archetype "
+                             f"{Path(path).stem} --no-judge --out {path}`") from None
+        with fh:
+            reader = csv.DictReader(fh, delimiter="\t")
+            if reader.fieldnames != COLUMNS:
+                raise InputError(f"{path}: columns {reader.fieldnames} are not those of a measures table ({COLUMNS}); "
+                                 "rebuild it with `dyafdb measures --no-judge`")
+            for rec in reader:
+                cid = rec["conversation_id"]
+                if cid not in by_id:
+                    continue  # left over from an earlier design
+                if rec["measure"] != "garble_failure":
+                    kept[cid] = (by_id[cid], int(rec["attempt"]))
+                yield rec
+    if with_judge:
+        yield from _judge_rows(config, root, rows, kept)
 
 
 def write_table(path: Path, records: Iterable[Mapping[str, Any]]) -> int:

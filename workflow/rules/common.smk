@@ -1,3 +1,4 @@
+import functools
 import hashlib
 import json
 import os
@@ -6,6 +7,7 @@ from pathlib import Path
 
 from dyafdb.config import config_overrides, validate_config
 from dyafdb.design import build_design
+from dyafdb.garble import garble_params
 
 CONFIG_FILES = [str(p) for p in (workflow.overwrite_configfiles or ["config/config.yaml"])]
 # Validate before planning anything: a typo stops here with the key, the value and what is allowed.
@@ -84,17 +86,23 @@ def pair_models(wildcards):
 
 
 def record_params(wildcards):
-    """What a recording depends on besides its scenario: the two models' settings and the bridge."""
+    """What a recording depends on besides its scenario: the two models' settings, the bridge and,
+    for conversations with a checked model only, the garble watcher (a threshold change re-records
+    just those)."""
     row = conversation(wildcards)
-    spec = json.dumps(
-        {
-            "models": {m: model_spec(m) for m in (row.model_a, row.model_b)},
-            "bridge": {"lead_in_s": config["bridge"]["lead_in_s"]},
-        },
-        sort_keys=True,
-    )
+    return _record_digest(row.model_a, row.model_b, garble_params(config, row))
+
+
+@functools.lru_cache(maxsize=None)
+def _record_digest(model_a, model_b, garble):
+    spec = {
+        "models": {m: model_spec(m) for m in (model_a, model_b)},
+        "bridge": {"lead_in_s": config["bridge"]["lead_in_s"]},
+    }
+    if garble:
+        spec["garble"] = garble
     # A digest, not the JSON: short in job metadata, and no braces for Snakemake to read as wildcards.
-    return hashlib.sha256(spec.encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def recording_meta(wildcards):

@@ -9,7 +9,8 @@ JUDGE_OUTPUTS = SCORING.judge_outputs
 
 rule judge:
     input:
-        transcripts=SCORING.judge_transcripts,
+        # Stands for the archetype's transcripts: the table is written once every one is.
+        scored=f"{RESULTS}/scores/mechanical/{{archetype}}.tsv",
         scenarios=SCORING.judge_scenarios,
         template=f"{SCORING.prompts_dir}/{{question}}.txt",
     output:
@@ -36,11 +37,10 @@ rule judge:
         " --question {wildcards.question} --out {output} > {log} 2>&1"
 
 
+# The per-archetype mechanical tables plus every judge batch.
 rule measures_table:
     input:
-        measures=expand(f"{RESULTS}/measures/{{c}}.json", c=CONVERSATION_IDS),
-        meta=expand(f"{RESULTS}/recordings/{{c}}/meta.json", c=CONVERSATION_IDS),
-        garble=expand(f"{RESULTS}/recordings/{{c}}/garble.json", c=CONVERSATION_IDS),
+        mechanical=SCORING.mechanical_tables,
         judge=JUDGE_OUTPUTS,
     output:
         f"{RESULTS}/scores/measures.tsv",
@@ -56,7 +56,7 @@ rule measures_table:
         mem_mb=2000,
         runtime=30,
     shell:
-        "dyafdb measures {params.cfg} --out {output} > {log} 2>&1"
+        "dyafdb measures {params.cfg} --mechanical {input.mechanical} --out {output} > {log} 2>&1"
 
 
 FINAL_TARGETS.append(f"{RESULTS}/scores/measures.tsv")

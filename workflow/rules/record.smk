@@ -1,6 +1,3 @@
-from dyafdb.garble import garble_params
-
-
 rule record:
     input:
         scenario=scenario_file,
@@ -12,8 +9,6 @@ rule record:
     params:
         cfg=CONFIG_ARGS,
         spec=record_params,
-        garble=lambda wildcards: garble_params(config, conversation(wildcards)),
-        out=lambda wildcards, output: os.path.dirname(os.path.dirname(output.meta)),
     log:
         "logs/record/{conversation}.log",
     benchmark:
@@ -27,8 +22,12 @@ rule record:
         runtime=record_resource("runtime_min", 10, max),
         **GPU_SITE,
     shell:
-        "dyafdb record {params.cfg} --id {wildcards.conversation} --out {params.out}"
+        # The recordings folder, derived from the output in the shell: a param function would cost
+        # every one of the 7,560 jobs a call while Snakemake plans.
+        "dyafdb record {params.cfg} --id {wildcards.conversation}"
+        ' --out "$(dirname "$(dirname {output.meta:q})")"'
         " --log-dir logs/workers/{wildcards.conversation} --no-progress > {log} 2>&1"
 
 
-FINAL_TARGETS.extend(expand(f"{RESULTS}/recordings/{{c}}/meta.json", c=CONVERSATION_IDS))
+# No final target of its own: every recording is upstream of measures.tsv (a final target), and
+# listing 7,560 recordings in `rule all` again would cost the plan as much as a rule per conversation.

@@ -11,14 +11,11 @@ VIEW_THREADS = 4
 VIEW_AUDIO_MIN = sum(row.window_s for row in CONVERSATIONS.values()) / 60
 
 
+# The site shows every recording, segmentation, transcript, measure and judge answer; the measures
+# table is built from all of them (directly or through the score jobs), so it is the one input listed.
 rule view:
     input:
-        meta=expand(f"{RESULTS}/recordings/{{c}}/meta.json", c=CONVERSATION_IDS),
-        audio=expand(f"{RESULTS}/recordings/{{c}}/audio.wav", c=CONVERSATION_IDS),
-        segments=expand(f"{RESULTS}/segments/{{c}}.json", c=CONVERSATION_IDS),
-        transcripts=expand(f"{RESULTS}/transcripts/{{c}}.json", c=CONVERSATION_IDS),
-        measures=expand(f"{RESULTS}/measures/{{c}}.json", c=CONVERSATION_IDS),
-        judge=JUDGE_OUTPUTS,
+        f"{RESULTS}/scores/measures.tsv",
     output:
         VIEW_INDEX,
     params:

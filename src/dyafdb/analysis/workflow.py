@@ -50,10 +50,10 @@ class AnalysisPlan:
         return self.runs_of(self.tasks)
 
     def archetype_files(self, wildcards) -> list[str]:
-        """What one archetype's per-run table is built from: its score, garble and judge outputs."""
-        ids = self.by_archetype.get(wildcards.task, [])
-        files = [f"{self.results}/measures/{c}.json" for c in ids]
-        files += [f"{self.results}/recordings/{c}/{name}" for c in ids for name in ("meta.json", "garble.json")]
+        """What one archetype's per-run table is built from: its judge outputs and its conversations'
+        measures, recordings' meta.json and garble.json. Those are listed as the archetype's mechanical
+        table, written once all of them exist: one planned file instead of three per conversation."""
+        files = [f"{self.results}/scores/mechanical/{wildcards.task}.tsv"]
         files += [f"{self.results}/judge/{j}/{a}/{q}.jsonl" for j in self.judges.run for a, q in judge_plan([wildcards.task])]
         return files
 
