@@ -30,7 +30,7 @@ rule score:
     threads: 1
     resources:
         mem_mb=500,
-        runtime=5,
+        runtime=2,
     shell:
         "dyafdb score {params.cfg} --id {wildcards.conversation} > {log} 2>&1"
 
