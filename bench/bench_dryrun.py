@@ -38,6 +38,7 @@ def write_config(root: Path, enable_optional: bool) -> Path:
     else:  # a checkout without the scenario files: a synthetic suite of the same size
         write_suite(root, per_archetype=20)
         cfg["scenarios_dir"] = str(root / "scenarios")
+    cfg.setdefault("judge", {})["prompts_dir"] = str(REPO / "config" / "judge")  # planned from a scratch folder
     for name in OPTIONAL_SUITES:
         cfg["suites"][name]["enabled"] = enable_optional
     path = root / ("cfg-all.yaml" if enable_optional else "cfg-main.yaml")

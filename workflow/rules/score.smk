@@ -8,11 +8,11 @@ SCORING = ScoringPlan(config, CONVERSATIONS, RESULTS)
 
 rule score:
     input:
-        # The job also reads audio.wav, text.jsonl and garble.json: the record job that writes them
-        # writes meta.json last, so this one file stands for all four (the full suite's plan saves
-        # 22,680 file lookups, about 2 s of its 30 s budget).
+        # The job also reads audio.wav, text.jsonl, garble.json and the scenario (T4-2's secret).
+        # The record job writes the three files before meta.json and takes the scenario as its own
+        # input, so a change to any of them renews meta.json: this one file stands for all five.
+        # Planning costs per listed file; the full suite's plan saves 30,240 of them, about 4 s.
         meta=f"{RESULTS}/recordings/{{conversation}}/meta.json",
-        scenario=scenario_file,
     output:
         segments=f"{RESULTS}/segments/{{conversation}}.json",
         transcript=f"{RESULTS}/transcripts/{{conversation}}.txt",
