@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from dyafdb.schema_check import InputError, read_yaml, validate
 
@@ -98,3 +98,10 @@ def config_overrides(paths: list[str], overrides: dict[str, Any]) -> dict[str, A
     for path in paths:
         base = _merge(base, read_yaml(Path(path)) or {})
     return _diff(base, overrides) or {}
+
+
+def float_section(cls: type, config: Mapping[str, Any], section: str) -> Any:
+    """A frozen dataclass of float settings from config section ``section`` (already schema-checked);
+    keys the section leaves out keep the dataclass defaults."""
+    raw = dict(config.get(section) or {})
+    return cls(**{k: float(v) for k, v in raw.items() if k in cls.__dataclass_fields__})

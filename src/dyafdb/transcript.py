@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from dyafdb.clock import FRAME_SECONDS
+from dyafdb.config import float_section
 from dyafdb.recording import Token
 from dyafdb.vad import Interval, frames_floor
 
@@ -54,8 +55,7 @@ class TranscriptParams:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "TranscriptParams":
-        section = dict(config.get("transcript") or {})
-        return cls(**{k: float(v) for k, v in section.items() if k in cls.__dataclass_fields__})
+        return float_section(cls, config, "transcript")
 
     @property
     def before_ticks(self) -> int:

@@ -64,6 +64,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from dyafdb.clock import FRAME_SECONDS
+from dyafdb.config import float_section
 from dyafdb.vad import Interval, frames_ceil, to_mask
 
 
@@ -77,8 +78,7 @@ class TurnTakingParams:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "TurnTakingParams":
-        section = dict(config.get("turntaking") or {})
-        return cls(**{k: float(v) for k, v in section.items() if k in cls.__dataclass_fields__})
+        return float_section(cls, config, "turntaking")
 
     @property
     def frames(self) -> dict[str, int]:

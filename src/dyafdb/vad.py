@@ -33,6 +33,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from dyafdb.clock import FRAME_SAMPLES, FRAME_SECONDS
+from dyafdb.config import float_section
 from dyafdb.fileio import read_json
 from dyafdb.schema_check import InputError
 
@@ -60,8 +61,7 @@ class VadParams:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "VadParams":
-        section = dict(config.get("vad") or {})
-        params = cls(**{k: float(v) for k, v in section.items() if k in cls.__dataclass_fields__})
+        params = float_section(cls, config, "vad")
         if params.end_rms > params.start_rms:
             raise InputError(
                 f"config vad: end_rms = {params.end_rms} is above start_rms = {params.start_rms}; "
