@@ -87,3 +87,20 @@ def test_workflow_ends_in_the_report_and_recomputes_only_what_a_prompt_touches(t
         assert jobs["judge"] == 2 and jobs["analysis_runs"] == 1 and jobs["analysis_matrix"] == 1
         for untouched in ("record", "score", "analysis_timing", "analysis_balance", "figure_fig3_timing", "figure_fig6_balance"):
             assert untouched not in jobs
+
+        # One table on its own: only its job is planned.
+        (tmp_path / "results" / "analysis" / "tables" / "timing.tsv").unlink()
+        plan = _snakemake(tmp_path, "results/analysis/tables/timing.tsv", "-n")
+        assert plan.returncode == 0, plan.stderr[-3000:]
+        assert _job_counts(plan.stdout) == {"analysis_timing": 1}
+
+        # One edited scenario: its conversations are recorded and scored again, nothing else.
+        rows = build_design(validate_config(cfg, "test"), tmp_path)
+        edited = tmp_path / "scenarios" / "T2" / "t2-fixture-01.yaml"
+        edited.write_text(edited.read_text().replace("situation: ", "situation: It is raining. ", 1))
+        plan = _snakemake(tmp_path, "results/scores/measures.tsv", "-n")
+        assert plan.returncode == 0, plan.stderr[-3000:]
+        jobs = _job_counts(plan.stdout)
+        mine = [r for r in rows if r.scenario == "t2-fixture-01"]
+        assert mine and jobs["record"] == len(mine) and jobs["score"] == len(mine)
+        assert jobs["mechanical_table"] == 1 and jobs["judge"] == 2 and jobs["measures_table"] == 1

@@ -1,0 +1,71 @@
+"""The demo's wall time: the whole demo suite (`profiles/demo`, config/demo.yaml) from nothing to the
+report, in a scratch folder, as `bash scripts/demo.sh` runs it after the install.
+
+    python bench/bench_demo.py [--keep DIR]
+
+Prints the wall time (target: under 20 minutes on 2 cores, issue 4), the number of jobs, and per stage
+the jobs' summed wall and CPU seconds from Snakemake's benchmark files, so a slow stage stands out.
+Run it on an idle machine; it takes about a quarter of an hour on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def stage_of(path: Path, root: Path) -> str:
+    """benchmarks/<stage>/... (record, score, judge, analysis, ...) or benchmarks/<rule>.tsv."""
+    parts = path.relative_to(root).parts
+    return parts[0] if len(parts) > 1 else path.stem
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--keep", type=Path, help="run in this folder and keep it (default: a temporary one)")
+    args = parser.parse_args()
+    scratch = args.keep or Path(tempfile.mkdtemp(prefix="dyafdb-demo-"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    for name in ("config", "scenarios", "profiles"):
+        if not (scratch / name).exists():
+            (scratch / name).symlink_to(REPO / name, target_is_directory=True)
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "--directory", str(scratch),
+           "--profile", "profiles/demo", "--quiet", "all"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    print(f"demo in {scratch} on {os.cpu_count()} CPUs, load average before {os.getloadavg()[0]:.1f}", flush=True)
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if done.returncode:
+        print(done.stdout[-3000:], done.stderr[-3000:], file=sys.stderr)
+        raise SystemExit("the demo failed")
+    report = scratch / "results" / "demo" / "analysis" / "report.html"
+    per_rule: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    bench_root = scratch / "benchmarks"
+    for path in bench_root.rglob("*.tsv"):
+        with open(path) as fh:
+            row = next(csv.DictReader(fh, delimiter="\t"))
+        stats = per_rule[stage_of(path, bench_root)]
+        stats[0] += 1
+        stats[1] += float(row["s"])
+        stats[2] += float(row.get("cpu_time") or 0)
+    print(f"demo: {wall / 60:.1f} min wall ({wall:.0f} s); report {'written' if report.exists() else 'MISSING'}")
+    print(f"{'stage':<22}{'jobs':>6}{'job wall s':>12}{'job CPU s':>11}")
+    for stage, (n, s, cpu) in sorted(per_rule.items(), key=lambda kv: -kv[1][1]):
+        print(f"{stage:<22}{n:>6}{s:>12.0f}{cpu:>11.0f}")
+    if not args.keep:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
