@@ -39,11 +39,11 @@ def main() -> int:
         if comment.startswith("rule_record_wildcards_"):
             recorded[comment.removeprefix("rule_record_wildcards_")] = c
     for cid, want in expected.items():
-        got = [c for key, c in recorded.items() if key == cid]
-        if not got:
+        got = recorded.get(cid)
+        if got is None:
             problems.append(f"no record job listed for {cid}")
-        elif got[0] != min(want, args.max_cpus):
-            problems.append(f"record job of {cid} asked for {got[0]} CPUs, its models declare {want}")
+        elif got != min(want, args.max_cpus):
+            problems.append(f"record job of {cid} asked for {got} CPUs, its models declare {want}")
     singles = [comment for _, comment, _ in jobs if comment.startswith("rule_score_")]
     groups = [(comment, c) for _, comment, c in jobs if comment.startswith("rule_scoring_")]
     if singles:

@@ -14,6 +14,11 @@ from dyafdb.judge.settings import judge_settings
 from dyafdb.transcript import identifying_names
 
 
+def mechanical_table_path(results: str, archetype: str) -> str:
+    """One archetype's mechanical table (also a Snakemake pattern with archetype="{archetype}")."""
+    return f"{results}/scores/mechanical/{archetype}.tsv"
+
+
 class ScoringPlan:
     def __init__(self, config: Mapping[str, Any], conversations: Mapping[str, Any], results: str):
         self.config = config
@@ -35,13 +40,15 @@ class ScoringPlan:
     def archetype_measures(self, wildcards: Any) -> list[str]:
         return [f"{self.results}/measures/{c}.json" for c in self.by_archetype.get(wildcards.archetype, [])]
 
-    def mechanical_table(self, archetype: str) -> str:
-        return f"{self.results}/scores/mechanical/{archetype}.tsv"
+    @property
+    def mechanical_table(self) -> str:
+        """The rule's output pattern."""
+        return mechanical_table_path(self.results, "{archetype}")
 
     @property
     def mechanical_tables(self) -> list[str]:
         """Every archetype's mechanical table, in archetype order (the order of the whole table)."""
-        return [self.mechanical_table(a) for a in sorted(self.by_archetype)]
+        return [mechanical_table_path(self.results, a) for a in sorted(self.by_archetype)]
 
     @property
     def judge_outputs(self) -> list[str]:

@@ -10,7 +10,7 @@ JUDGE_OUTPUTS = SCORING.judge_outputs
 rule judge:
     input:
         # Stands for the archetype's transcripts: the table is written once every one is.
-        scored=f"{RESULTS}/scores/mechanical/{{archetype}}.tsv",
+        scored=SCORING.mechanical_table,
         scenarios=SCORING.judge_scenarios,
         template=f"{SCORING.prompts_dir}/{{question}}.txt",
     output:

@@ -303,8 +303,7 @@ def main_judge_name(config: Mapping[str, Any], ts: TextSettings) -> str:
 
     if ts.judge:
         return ts.judge
-    settings = judge_settings(config)
-    return "main" if "main" in settings.run else settings.run[0]
+    return judge_settings(config).main_judge
 
 
 def score(config: Mapping[str, Any], root: Path, conversations: Path, out: Path, judge: str | None = None, log=None) -> pd.DataFrame:

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from dyafdb.analysis import columns as C
 from dyafdb.judge.rubric import judge_plan
 from dyafdb.judge.settings import judge_settings
+from dyafdb.scoring_plan import mechanical_table_path
 
 
 class AnalysisPlan:
@@ -53,7 +54,7 @@ class AnalysisPlan:
         """What one archetype's per-run table is built from: its judge outputs and its conversations'
         measures, recordings' meta.json and garble.json. Those are listed as the archetype's mechanical
         table, written once all of them exist: one planned file instead of three per conversation."""
-        files = [f"{self.results}/scores/mechanical/{wildcards.task}.tsv"]
+        files = [mechanical_table_path(self.results, wildcards.task)]
         files += [f"{self.results}/judge/{j}/{a}/{q}.jsonl" for j in self.judges.run for a, q in judge_plan([wildcards.task])]
         return files
 
@@ -74,8 +75,7 @@ class AnalysisPlan:
         return max(local, default=1)
 
     def text_judge_threads(self, wildcards=None) -> int:
-        run = self.judges.run
-        name = self.text.get("judge") or ("main" if "main" in run else (run[0] if run else None))
+        name = self.text.get("judge") or self.judges.main_judge
         spec = self.judges.judges.get(name) if name else None
         return spec.threads if spec is not None and spec.backend == "llamacpp" else 1
 

@@ -79,6 +79,11 @@ class JudgeSettings:
     timeout_s: float = 120.0
     label_retries: int = 1
 
+    @property
+    def main_judge(self) -> str | None:
+        """The judge whose labels are the scores: "main" when it runs, else the first that runs."""
+        return "main" if "main" in self.run else (self.run[0] if self.run else None)
+
     def judge(self, name: str) -> JudgeSpec:
         if name not in self.judges:
             raise InputError(f"judge {name!r} is not configured; judge.judges has: {', '.join(sorted(self.judges))}")
