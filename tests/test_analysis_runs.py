@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from analysis_helpers import conv, frame, settings
+from conftest import REPO
 from dyafdb.analysis.runs import build_runs, resolve_judges
 from dyafdb.schema_check import InputError
 
@@ -123,3 +124,15 @@ def test_judge_choice_by_name_and_by_count():
         resolve_judges(m, settings(main_judge="gpt"))
     hinted = settings(judge_hint=("sonnet", "opus"))
     assert resolve_judges(m, hinted) == ("sonnet", "opus")
+
+
+def test_judge_hint_follows_the_judges_the_judge_stage_runs():
+    from dyafdb.analysis.settings import from_config
+    from dyafdb.config import load_config
+
+    demo = load_config(REPO / "config" / "demo.yaml")
+    assert from_config(demo).judge_hint == ("demo", None)
+    del demo["judge"]  # a demo-quality config without a judge section runs the local "demo" judge
+    assert from_config(demo).judge_hint == ("demo", None)
+    paper = load_config(REPO / "config" / "config.yaml")
+    assert from_config(paper).judge_hint == ("main", "second")

@@ -61,19 +61,19 @@ class Settings:
 
 
 def _judge_names(config: dict[str, Any]) -> tuple[str | None, str | None, bool]:
-    """Main and second judge as the judge section names them, and whether any is demo quality.
+    """Main and second judge as the judge stage runs them, and whether any is demo quality.
 
     The judge stage writes the judge's name (a key of ``judge.judges``; by default "main" and
-    "second") into measures.tsv; "main" and "second" win when present, else the config order.
+    "second", or "demo" for a demo-quality config) into measures.tsv; "main" and "second" win when
+    present, else the config order. Read through the judge stage's own settings, so both agree.
     """
-    judge = config.get("judge") or {}
-    judges = judge.get("judges") or {"main": {"backend": "anthropic"}, "second": {"backend": "anthropic"}}
-    names = list(judge.get("run") or judges)
-    main = "main" if "main" in names else (names[0] if names else None)
-    rest = [n for n in names if n != main]
+    from dyafdb.judge.settings import judge_settings
+
+    settings = judge_settings(config)
+    main = settings.main_judge
+    rest = [n for n in settings.run if n != main]
     second = "second" if "second" in rest else (rest[0] if rest else None)
-    demo = any(spec.get("demo_quality", spec.get("backend") == "llamacpp") for n, spec in judges.items()
-               if isinstance(spec, dict) and n in names)
+    demo = any(settings.judges[n].demo_quality for n in settings.run)
     return main, second, demo
 
 
