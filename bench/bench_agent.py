@@ -34,7 +34,8 @@ MAIN_ARCHETYPES = ("T1-1", "T1-2", "T2", "T3-1", "T3-2", "T4-1", "T4-2")
 
 def scenario_root(tmp: Path) -> Path:
     """The repository's scenarios, with synthetic stand-ins only for archetypes that have none yet."""
-    from dyafdb.synthetic import write_suite
+    import _testpath  # noqa: F401 (puts tests/helpers on the path)
+    from synthetic_suite import write_suite
 
     root = tmp / "scenarios"
     root.mkdir(parents=True, exist_ok=True)
@@ -51,10 +52,10 @@ def one_core_child(window_s: float, out: Path) -> None:
     """Runs pinned to one core: record one conversation per pairing in process, report CPU times."""
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     from dyafdb.agents.base import Session
-    from dyafdb.agents.cascade import CascadeAgent
-    from dyafdb.bridge import run_bridge
+    from dyafdb.agents.cascade.agent import CascadeAgent
+    from dyafdb.record.bridge import run_bridge
     from dyafdb.clock import seconds_to_ticks
-    from dyafdb.scenarios import load_suite
+    from dyafdb.suite.scenarios import load_suite
 
     c0, w0 = time.process_time(), time.perf_counter()
     agents = {v: [CascadeAgent({"variant": v}, f"cpu_{v}") for _ in range(2)] for v in ("eager", "polite")}
@@ -77,7 +78,7 @@ def one_core_child(window_s: float, out: Path) -> None:
 
 def per_call(agent, scenario) -> dict[str, list[float]]:
     """CPU seconds of one call of each model, one after the other (the LLM server runs on its own thread)."""
-    from dyafdb.agents.cascade_text import build_messages, system_prompt
+    from dyafdb.agents.cascade.text import build_messages, system_prompt
 
     def cpu(fn, *args):
         c0 = time.process_time()
@@ -121,7 +122,7 @@ def one_core(window_s: float, scenarios: Path) -> None:
 
 def demo_wall(jobs: int) -> None:
     from dyafdb.config import load_config
-    from dyafdb.design import build_design
+    from dyafdb.suite.design import build_design
 
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)

@@ -24,7 +24,8 @@ import yaml
 
 from dyafdb.analysis import figures as F
 from dyafdb.analysis import products as P
-from dyafdb.analysis import synthetic as S
+import _testpath  # noqa: F401 (puts tests/helpers on the path)
+import synthetic_analysis as S
 from dyafdb.analysis.columns import MAIN_TASKS, TURN_TAKING
 from dyafdb.analysis.report import build_report
 from dyafdb.analysis.settings import from_config

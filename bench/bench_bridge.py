@@ -14,7 +14,7 @@ from pathlib import Path
 from dyafdb.agents.base import Session
 from dyafdb.agents.null import NullAgent
 from dyafdb.agents.remote import RemoteAgent
-from dyafdb.bridge import run_bridge
+from dyafdb.record.bridge import run_bridge
 
 
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import yaml
 
-from dyafdb.synthetic import write_suite
+import _testpath  # noqa: F401 (puts tests/helpers on the path)
+from synthetic_suite import write_suite
 
 REPO = Path(__file__).resolve().parent.parent
 OPTIONAL_SUITES = ("game_balance", "window_30", "window_120")

@@ -24,8 +24,9 @@ import numpy as np
 import yaml
 
 from dyafdb.clock import FRAME_SAMPLES, FRAME_SECONDS, SAMPLE_RATE
-from dyafdb.recording import Recording, Token, write_recording
-from dyafdb.synthetic import write_suite
+from dyafdb.record.recording import Recording, Token, write_recording
+import _testpath  # noqa: F401 (puts tests/helpers on the path)
+from synthetic_suite import write_suite
 
 CORPUS = 7_560
 CORES = 2
@@ -85,7 +86,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)
     args = parser.parse_args()
-    from dyafdb.scoring import score_conversation
+    from dyafdb.score.conversation import score_conversation
 
     with tempfile.TemporaryDirectory() as tmp:
         root, cid = Path(tmp), "bench60"

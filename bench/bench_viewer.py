@@ -25,10 +25,11 @@ from pathlib import Path
 
 def synthetic(root: Path, n: int, window_s: float) -> dict:
     from dyafdb.config import validate_config
-    from dyafdb.design import build_design
-    from dyafdb.record import record_many
-    from dyafdb.scoring import score_conversation
-    from dyafdb.synthetic import write_suite
+    from dyafdb.suite.design import build_design
+    from dyafdb.record.conversation import record_many
+    from dyafdb.score.conversation import score_conversation
+    import _testpath  # noqa: F401 (puts tests/helpers on the path)
+    from synthetic_suite import write_suite
 
     write_suite(root, per_archetype=max(1, -(-n // 8)), archetypes=["T1-1"])
     turns = [{"start_s": t, "end_s": t + 2.2, "text": "a few words said here"} for t in range(0, int(window_s) - 3, 5)]

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from dyafdb.config import load_config
-from dyafdb.design import build_design
+from dyafdb.suite.design import build_design
 
 
 def main() -> int:

@@ -8,11 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from dyafdb.synthetic import scenario_doc, write_suite  # noqa: F401 (re-exported to tests)
 
 TESTS_DIR = Path(__file__).parent
 REPO = TESTS_DIR.parent
-sys.path.insert(0, str(TESTS_DIR))
+# Fixtures, synthetic generators and stand-ins of upstream servers and models live beside the tests;
+# subprocesses (workers, snakemake) get the same folders through TEST_PATH.
+TEST_DIRS = [TESTS_DIR, TESTS_DIR / "helpers", TESTS_DIR / "standins"]
+TEST_PATH = os.pathsep.join(str(d) for d in TEST_DIRS)
+for _d in reversed(TEST_DIRS):
+    sys.path.insert(0, str(_d))
+
+from synthetic_suite import scenario_doc, write_suite  # noqa: E402,F401 (re-exported to tests)
 os.environ.setdefault("NO_TORCH_COMPILE", "1")
 
 

@@ -11,7 +11,7 @@ from typing import Sequence
 import dyafdb.commands
 from dyafdb import __version__
 from dyafdb.agents.base import AgentError
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 
 def _command_modules():

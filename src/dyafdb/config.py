@@ -11,7 +11,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from dyafdb.schema_check import InputError, read_yaml, validate
+from dyafdb.errors import InputError
+from dyafdb.schema_check import read_yaml, validate
 
 DEFAULTS: dict[str, Any] = {
     "results_dir": "results",

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 
 def _tmp(path: Path) -> Path:

@@ -10,14 +10,12 @@ from typing import Any
 import jsonschema
 import yaml
 
+from dyafdb.errors import InputError
+
 
 # libyaml's loader parses the 180 scenario files about ten times faster than the pure-Python one;
 # every job that builds the design table reads them all.
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class InputError(ValueError):
-    """Bad user input (config, scenario, design row). The message names the file, the field and the fix."""
 
 
 @lru_cache(maxsize=None)

@@ -6,8 +6,8 @@ import shlex
 from pathlib import Path
 
 from dyafdb.config import config_overrides, validate_config
-from dyafdb.design import build_design
-from dyafdb.garble import garble_params
+from dyafdb.suite.design import build_design
+from dyafdb.record.garble import garble_params
 
 CONFIG_FILES = [str(p) for p in (workflow.overwrite_configfiles or ["config/config.yaml"])]
 # Validate before planning anything: a typo stops here with the key, the value and what is allowed.

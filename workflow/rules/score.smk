@@ -1,7 +1,7 @@
 # Mechanical scoring: ONE job per conversation (the full suite has 7,560 and planning costs per
 # job) that writes each stage's own file: VAD segments, the anonymised transcript, and the
 # turn-taking / occupancy / leak measures. Each stage also runs alone: dyafdb segments | transcript | mechanical.
-from dyafdb.scoring_plan import ScoringPlan
+from dyafdb.score.plan import ScoringPlan
 
 SCORING = ScoringPlan(config, CONVERSATIONS, RESULTS)
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 
 def force_offline_hub() -> None:

@@ -50,7 +50,7 @@ from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session, silence
 from dyafdb.agents.checkpoints import expand, force_offline_hub, resolve_checkpoint
 from dyafdb.agents.resample import StreamResampler
 from dyafdb.clock import FRAME_SAMPLES, SAMPLE_RATE
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 MODEL_RATE = 16_000
 OUTPUT_RATE = 24_000

@@ -54,7 +54,7 @@ from dyafdb import __version__
 from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
 from dyafdb.agents.checkpoints import expand
 from dyafdb.clock import FRAME_SAMPLES
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 READY, AUDIO, TEXT, SEQ_TRACE, SEQ_DELTA, ERROR, CLOSE, PING, PONG = range(9)
 KIND_NAMES = dict(enumerate(["READY", "AUDIO", "TEXT", "SEQ_TRACE", "SEQ_DELTA", "ERROR", "CLOSE", "PING", "PONG"]))

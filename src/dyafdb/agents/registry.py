@@ -6,14 +6,14 @@ import importlib
 from typing import Any
 
 from dyafdb.agents.base import Agent
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 ADAPTERS: dict[str, str] = {
     "null": "dyafdb.agents.null:NullAgent",
     "scripted": "dyafdb.agents.scripted:ScriptedAgent",
-    "cascade": "dyafdb.agents.cascade:CascadeAgent",
-    "personaplex": "dyafdb.agents.personaplex:PersonaPlexAgent",
-    "moshi": "dyafdb.agents.moshi_agent:MoshiAgent",
+    "cascade": "dyafdb.agents.cascade.agent:CascadeAgent",
+    "personaplex": "dyafdb.agents.moshi.personaplex:PersonaPlexAgent",
+    "moshi": "dyafdb.agents.moshi.agent:MoshiAgent",
     "minicpmo": "dyafdb.agents.minicpmo:MiniCPMOAgent",
     "raon": "dyafdb.agents.raon:RaonAgent",
 }

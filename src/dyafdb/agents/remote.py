@@ -19,7 +19,7 @@ import numpy as np
 from dyafdb.agents import wire
 from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
 
-DEFAULT_COMMAND = (sys.executable, "-m", "dyafdb.worker")
+DEFAULT_COMMAND = (sys.executable, "-m", "dyafdb.agents.worker")
 
 
 class RemoteAgent:

@@ -22,7 +22,7 @@ import numpy as np
 from dyafdb import __version__
 from dyafdb.agents.base import AgentInfo, Frame, Session
 from dyafdb.clock import FRAME_SAMPLES, seconds_to_ticks
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 
 def _tick_of(seconds: float) -> int:

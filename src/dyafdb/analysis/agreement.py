@@ -31,7 +31,7 @@ from dyafdb.analysis import columns as C
 from dyafdb.analysis.runs import CONVERSATION_LEVEL, build_runs, at_window
 from dyafdb.analysis.settings import Settings
 from dyafdb.analysis.tables import score_matrix
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 TIME_TOLERANCE_S = 2.0
 TIME_MEASURES = (C.ROLE_ENTRY, C.ROLE_EXIT)

@@ -29,7 +29,7 @@ REQUIRED_COLUMNS = (CONVERSATION, ARCHETYPE, WINDOW, MODEL, PARTNER, SIDE, MEASU
 OPTIONAL_COLUMNS = (SUITE, SCENARIO, ROLE, OPENER, REPETITION, ATTEMPT, JUDGE, LABEL, QUALITY)
 
 # --- measure names ------------------------------------------------------------------------------
-# mechanical (no judge): dyafdb.turntaking, dyafdb.measures, dyafdb.garble
+# mechanical (no judge): dyafdb.score.turntaking, dyafdb.score.tasks, dyafdb.record.garble
 OCCUPANCY = "occupancy"
 LEAK = "leak"  # on the attacker's row (side a)
 LEAK_TIME = "time_to_leak_s"

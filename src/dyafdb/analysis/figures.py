@@ -301,7 +301,7 @@ FIGURES: dict[str, Callable] = {
 
 def draw(name: str, paths: list[Path], tables: list[pd.DataFrame], settings: Settings):
     """The figure ``name`` from its tables (``matrices``: any number of matrix TSVs; ``timing``: summary, curves)."""
-    from dyafdb.schema_check import InputError
+    from dyafdb.errors import InputError
 
     if name == "matrices":
         mats = []

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from dyafdb.analysis import columns as C
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 
 def read_measures(paths: Path | str | Iterable[Path | str]) -> pd.DataFrame:

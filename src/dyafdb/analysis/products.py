@@ -19,7 +19,7 @@ from dyafdb.analysis.io import normalise_measures, read_measures, write_text, wr
 from dyafdb.analysis.runs import at_window, build_runs, main_window, resolve_judges
 from dyafdb.analysis.settings import Settings
 from dyafdb.analysis.tables import Matrix, score_matrix, turn_taking_matrix
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 # Each product imports its own module where it runs: one workflow job computes one product, and
 # scipy.stats or lifelines would otherwise be loaded by every job.
@@ -31,12 +31,12 @@ RUN_STRINGS = [C.CONVERSATION, C.SUITE, "archetype", C.SCENARIO, C.SIDE, C.MODEL
 def measures_of_archetype(config: dict, root: Path, archetype: str) -> pd.DataFrame:
     """The measures.tsv rows of one archetype, built straight from the score and judge outputs.
 
-    Same rows as ``dyafdb measures`` writes (it is the same function, dyafdb.table.table_rows), so
+    Same rows as ``dyafdb measures`` writes (it is the same function, dyafdb.measures.table.table_rows), so
     a per-archetype analysis job depends only on that archetype's files: editing one judge prompt
     recomputes only the tables that read its archetype.
     """
-    from dyafdb.design import build_design
-    from dyafdb.table import COLUMNS, table_rows
+    from dyafdb.suite.design import build_design
+    from dyafdb.measures.table import COLUMNS, table_rows
 
     rows = [r for r in build_design(config, root) if r.archetype == archetype]
     if not rows:

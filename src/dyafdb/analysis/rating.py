@@ -45,7 +45,7 @@ import pandas as pd
 from dyafdb.analysis import bootstrap
 from dyafdb.analysis import columns as C
 from dyafdb.analysis.settings import Settings
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 RIDGE = 1e-3
 LN10 = np.log(10.0)

@@ -28,7 +28,7 @@ import pandas as pd
 
 from dyafdb.analysis import columns as C
 from dyafdb.analysis.settings import Settings
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 CONVERSATION_LEVEL = (
     C.FINAL_CHOICE, C.SOLVED, C.ASKED, C.AGREEMENT, C.LANDED_OPTION, C.LANDED_LINE, C.AGREED_PRICE,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 DEFAULTS: dict[str, Any] = {
     "bootstrap": 1000,

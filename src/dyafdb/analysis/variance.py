@@ -31,7 +31,7 @@ import pandas as pd
 from dyafdb.analysis import bootstrap
 from dyafdb.analysis import columns as C
 from dyafdb.analysis.settings import Settings
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 TERMS = ("task", "model", "partner", "model_x_partner", "residual")
 

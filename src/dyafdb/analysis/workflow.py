@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from dyafdb.analysis import columns as C
 from dyafdb.judge.rubric import judge_plan
 from dyafdb.judge.settings import judge_settings
-from dyafdb.scoring_plan import mechanical_table_path
+from dyafdb.score.plan import mechanical_table_path
 
 
 class AnalysisPlan:
@@ -62,7 +62,7 @@ class AnalysisPlan:
         return self.scenarios.get(wildcards.task, [])
 
     def text_judge_templates(self, wildcards) -> list[str]:
-        from dyafdb.analysis.text_pairing import QUESTIONS
+        from dyafdb.text_pairing.pairing import QUESTIONS
 
         return [f"{self.judges.prompts_dir}/{q}.txt" for q in QUESTIONS.get(wildcards.task, ())]
 

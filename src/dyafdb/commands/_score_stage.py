@@ -16,7 +16,7 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_stages(args: argparse.Namespace, stages: Sequence[str]) -> int:
-    from dyafdb.scoring import score_conversation
+    from dyafdb.score.conversation import score_conversation
 
     config = load_configs(args)
     for cid in args.ids:

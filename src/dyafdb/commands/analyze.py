@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from dyafdb.commands._common import add_config_argument, load_configs
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 NAME = "analyze"
 HELP = "compute one analysis table (runs, matrix, turntaking, variance, timing, ...) from measures.tsv"

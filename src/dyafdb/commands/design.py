@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from dyafdb.commands._common import add_config_argument, load_configs
-from dyafdb.design import build_design, count_summary, write_design
+from dyafdb.suite.design import build_design, count_summary, write_design
 
 NAME = "design"
 HELP = "build results/design/conversations.tsv from config and scenarios"

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from dyafdb.commands._common import add_config_argument, load_configs
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 NAME = "figure"
 HELP = "draw a figure (variance, matrices, timing, action_success, windows, balance, leaderboard, text_pairing)"

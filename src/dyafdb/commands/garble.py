@@ -24,8 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dyafdb.garble import GarbleSettings, check_side, load_transcriber
-    from dyafdb.recording import read_recording
+    from dyafdb.record.garble import GarbleSettings, check_side, load_transcriber
+    from dyafdb.record.recording import read_recording
 
     config = load_configs(args)
     rec = read_recording(Path(args.root) / config["results_dir"] / "recordings" / args.id)

@@ -26,12 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dyafdb.design import build_design
-    from dyafdb.judge.backends import JudgeError
+    from dyafdb.suite.design import build_design
+    from dyafdb.llm.judge_backends import JudgeError
     from dyafdb.judge.rubric import judge_plan
     from dyafdb.judge.runner import Usage, run_batch
     from dyafdb.judge.settings import judge_settings
-    from dyafdb.schema_check import InputError
+    from dyafdb.errors import InputError
 
     config = load_configs(args)
     settings = judge_settings(config, args.root)

@@ -1,4 +1,4 @@
-"""Collect every measure into results/scores/measures.tsv (long format; see dyafdb.table)."""
+"""Collect every measure into results/scores/measures.tsv (long format; see dyafdb.measures.table)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dyafdb.design import build_design
-    from dyafdb.schema_check import InputError
-    from dyafdb.table import combined_rows, table_rows, write_table
+    from dyafdb.suite.design import build_design
+    from dyafdb.errors import InputError
+    from dyafdb.measures.table import combined_rows, table_rows, write_table
 
     config = load_configs(args)
     rows = build_design(config, args.root)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from dyafdb.commands._common import add_config_argument, load_configs
-from dyafdb.design import build_design, find_conversation
+from dyafdb.suite.design import build_design, find_conversation
 
 NAME = "record"
 HELP = "record one or more conversations (by id) into <out>/<id>/{audio.wav,text.jsonl,meta.json,garble.json}"
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dyafdb.garble import record_many_checked
+    from dyafdb.record.garble import record_many_checked
 
     config = load_configs(args)
     if args.in_process:

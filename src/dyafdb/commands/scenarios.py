@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dyafdb.scenario_check import RULES, check_suite
+from dyafdb.suite.check import RULES, check_suite
 
 NAME = "scenarios"
 HELP = "check the scenario suite (dyafdb scenarios check [--root scenarios])"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from dyafdb.commands._common import add_config_argument, load_configs
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 NAME = "text-pair"
 HELP = "text-only pairing (Appendix E): generate, score, and compare with the speech models (Table 9)"
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dyafdb.analysis import text_pairing as T
+    from dyafdb.text_pairing import pairing as T
 
     config = load_configs(args)
     if args.step == "generate":

@@ -13,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 NAME = "variance"
 HELP = "eta-squared of model, partner, model x partner (and task) for a table of cell means"

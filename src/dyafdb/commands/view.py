@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dyafdb.schema_check import InputError
+    from dyafdb.errors import InputError
     from dyafdb.viewer.sampler import parse_sample_args
     from dyafdb.viewer.settings import viewer_settings
     from dyafdb.viewer.site import build_site

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Mapping
 
 from dyafdb.judge.rubric import Question
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 

@@ -45,8 +45,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from dyafdb.scenarios import Scenario
-from dyafdb.transcript import speaker_of
+from dyafdb.suite.scenarios import Scenario
+from dyafdb.score.transcript import speaker_of
 
 INVALID = "invalid"
 NONE = "none"
@@ -429,7 +429,7 @@ def price_in_text(number: str, text: str) -> bool:
     body = "(?:" + re.escape(whole) + "|" + re.escape(grouped) + ")" + (r"\." + re.escape(frac) if frac else r"(?:\.0+)?")
     if re.search(r"(?<![\d.,])" + body + r"(?![\d]|[.,]\d)", text):
         return True
-    from dyafdb.secret_match import find_secret
+    from dyafdb.suite.secret_match import find_secret
 
     return find_secret(number, text) is not None
 

@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence, TextIO
 
-from dyafdb.design import Conversation, build_design
+from dyafdb.suite.design import Conversation, build_design
 from dyafdb.fileio import read_json, write_text_atomic
-from dyafdb.judge.backends import Backend, JudgeError, Reply, Request, make_backend
+from dyafdb.llm.judge_backends import Backend, JudgeError, Reply, Request, make_backend
 from dyafdb.judge.cache import ReplyCache, cache_key
 from dyafdb.judge.prompts import load_template, render
 from dyafdb.judge.rubric import INVALID, QUESTIONS, Context, Question, Verdict
 from dyafdb.judge.settings import JudgeSettings, JudgeSpec, judge_settings
-from dyafdb.scenarios import find_scenario
-from dyafdb.schema_check import InputError
+from dyafdb.suite.scenarios import find_scenario
+from dyafdb.errors import InputError
 
 
 @dataclass

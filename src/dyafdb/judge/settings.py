@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 # The paper's judges (Appendix D): Claude Opus-5 answers every question, Sonnet-5 answers them
 # again. Model ids are config values: set the exact ids your account offers.

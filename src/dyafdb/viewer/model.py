@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from dyafdb.clock import FRAME_SECONDS
-from dyafdb.scenarios import OPENER_LINE
-from dyafdb.vad import from_mask, to_mask
+from dyafdb.suite.scenarios import OPENER_LINE
+from dyafdb.score.vad import from_mask, to_mask
 from dyafdb.viewer.media import Media
 from dyafdb.viewer.sources import Sources
 

@@ -22,7 +22,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from dyafdb.judge.rubric import questions_for
-from dyafdb.schema_check import InputError
+from dyafdb.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence, TextIO
 
-from dyafdb.design import Conversation, build_design
+from dyafdb.suite.design import Conversation, build_design
 from dyafdb.fileio import write_text_atomic
-from dyafdb.recording import is_complete
-from dyafdb.scenarios import Scenario, find_scenario
-from dyafdb.schema_check import InputError
-from dyafdb.scoring import conversation_paths
+from dyafdb.record.recording import is_complete
+from dyafdb.suite.scenarios import Scenario, find_scenario
+from dyafdb.errors import InputError
+from dyafdb.score.conversation import conversation_paths
 from dyafdb.viewer import pages
 from dyafdb.viewer.media import FORMATS, Media, media_key, prepare_media
 from dyafdb.viewer.model import player_data, prompts

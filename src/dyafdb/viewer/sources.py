@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dyafdb.design import Conversation
+from dyafdb.suite.design import Conversation
 from dyafdb.fileio import read_json
 from dyafdb.judge.rubric import judge_plan
 from dyafdb.judge.runner import judge_output_path
 from dyafdb.judge.settings import judge_settings
-from dyafdb.recording import is_complete, read_meta
-from dyafdb.scenarios import Scenario, find_scenario
-from dyafdb.schema_check import InputError
-from dyafdb.scoring import conversation_paths
-from dyafdb.vad import read_segments
+from dyafdb.record.recording import is_complete, read_meta
+from dyafdb.suite.scenarios import Scenario, find_scenario
+from dyafdb.errors import InputError
+from dyafdb.score.conversation import conversation_paths
+from dyafdb.score.vad import read_segments
 
 
 @dataclass

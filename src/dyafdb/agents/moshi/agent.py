@@ -1,0 +1,103 @@
+"""Kyutai Moshi (moshiko / moshika) on the stock ``moshi`` package from PyPI.
+
+A fourth reference model: the same Mimi + LM frame loop as PersonaPlex, without prompts. Moshi
+takes no system prompt, so the session's role text is not used (AgentInfo says so); it speaks
+with the voice it was trained with.
+
+params:
+  checkpoint_dir: local folder with the checkpoint (model.safetensors, the Mimi file, the text
+                  tokenizer; config.json if the repository has one)
+  hf_repo:        hub id, looked up only in the local Hugging Face cache (kyutai/moshiko-pytorch-bf16)
+  device:         cuda (default) or cpu
+  dtype:          bfloat16 (default), float16, float32
+  sampling:       overrides of the official defaults {use_sampling, temp, temp_text, top_k, top_k_text}
+  warmup_frames:  silent frames run once at load (4, as the official server)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dyafdb import __version__
+from dyafdb.agents.base import AgentInfo, Frame, Session
+from dyafdb.agents.checkpoints import force_offline_hub, resolve_checkpoint
+from dyafdb.agents.moshi.stack import MoshiFrameLoop, MoshiModels, sampling_params, seed_everything, torch_device, torch_dtype
+from dyafdb.errors import InputError
+
+MOSHI_NAME = "model.safetensors"
+MIMI_NAME = "tokenizer-e351c8d8-checkpoint125.safetensors"
+TOKENIZER_NAME = "tokenizer_spm_32k_3.model"
+HINT = "Moshi weights: kyutai/moshiko-pytorch-bf16 (male voice) or kyutai/moshika-pytorch-bf16 (female voice)"
+
+
+def _checkpoint_files(folder: Path) -> dict[str, Any]:
+    """File names as moshi's own loader reads them: from config.json when there is one."""
+    config = None
+    if (folder / "config.json").exists():
+        config = json.loads((folder / "config.json").read_text())
+    names = dict(config or {})
+    return {
+        "config": folder / "config.json" if config is not None else None,
+        "moshi": folder / names.get("moshi_name", MOSHI_NAME),
+        "mimi": folder / names.get("mimi_name", MIMI_NAME),
+        "tokenizer": folder / names.get("tokenizer_name", TOKENIZER_NAME),
+        "mimi_config": folder / names["mimi_config_name"] if names.get("mimi_config_name") else None,
+    }
+
+
+def load_moshi(params: dict[str, Any], model: str) -> tuple[MoshiModels, dict[str, Any]]:
+    """Load Mimi, the LM and the tokenizer from a local checkpoint; returns (models, LMGen defaults)."""
+    force_offline_hub()
+    folder = resolve_checkpoint(params, model, hint=HINT)
+    files = _checkpoint_files(folder)
+    missing = [str(p) for k, p in files.items() if p is not None and k != "config" and not p.exists()]
+    if missing:
+        raise InputError(f"model {model}: checkpoint folder {folder} lacks {', '.join(missing)}; {HINT}; see docs/models.md")
+    try:
+        from moshi.models import LMGen, loaders
+    except ImportError as exc:
+        raise InputError(f"model {model}: the moshi package is not installed in this worker's environment ({exc}); "
+                         "create it from envs/moshi.yml") from None
+    device, dtype = torch_device(params, model), torch_dtype(params, model)
+    info = loaders.CheckpointInfo.from_hf_repo(
+        "local", moshi_weights=files["moshi"], mimi_weights=files["mimi"], tokenizer=files["tokenizer"],
+        config_path=files["config"] if files["config"] is not None else None,
+        mimi_config_path=files["mimi_config"],
+    ) if files["config"] is not None else loaders.CheckpointInfo(files["moshi"], files["mimi"], files["tokenizer"])
+    mimi = info.get_mimi(device=device)
+    lm = info.get_moshi(device=device, dtype=dtype)
+    sampling = sampling_params(params, model)
+    lm_gen = LMGen(lm, **{**info.lm_gen_config, **sampling})
+    models = MoshiModels(mimi=mimi, lm_gen=lm_gen, tokenizer=info.get_text_tokenizer(), device=device,
+                         extra={"checkpoint": str(folder), "model_type": info.model_type})
+    return models, {**info.lm_gen_config, **sampling}
+
+
+class MoshiAgent:
+    def __init__(self, params: dict[str, Any], model_name: str = "moshi"):
+        self.params = params
+        self.model_name = model_name
+        self.models, self.sampling = load_moshi(params, model_name)
+        self.loop = MoshiFrameLoop(self.models, skip_first_frame=True)
+        self.loop.start_streaming()
+        self.loop.warmup(int(params.get("warmup_frames", 4)))
+
+    def open(self, session: Session) -> AgentInfo:
+        seed_everything(session.seed)
+        self.loop.reset()
+        return AgentInfo(
+            adapter="moshi", adapter_version=__version__, model=self.model_name, voice="built-in",
+            sampling=self.sampling,
+            extra={**self.models.extra, "seed": session.seed, "device": str(self.models.device),
+                   "prompt": "not used: Moshi takes no system prompt"},
+        )
+
+    def step(self, heard: np.ndarray) -> Frame:
+        return self.loop.step(heard)
+
+    def close(self) -> None:
+        self.loop.reset()

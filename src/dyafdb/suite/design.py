@@ -1,0 +1,167 @@
+"""The design table: one row per conversation, derived from config and scenarios alone.
+
+Counterbalancing (Appendix B): within every pairing cell, role assignment and speaking order are
+crossed. A cross-play pairing records 2 role assignments x 2 openers x R repetitions per scenario,
+a self-play pairing 2 openers x R (its role assignments are the same conversation).
+
+Ids are deterministic and readable, made only of ``[a-z0-9_.-]`` so they are safe as file names
+and SLURM job names; seeds are hashed from the id, so a rerun of the same row is reproducible.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import itertools
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Iterable
+
+from dyafdb.suite.scenarios import Scenario, load_suite
+from dyafdb.errors import InputError
+
+
+@dataclass(frozen=True)
+class Conversation:
+    conversation_id: str
+    suite: str
+    archetype: str
+    scenario: str
+    pairing: str
+    play: str  # "self" or "cross"
+    model_a: str
+    model_b: str
+    role_a: str
+    role_b: str
+    opener: str  # side "a" or "b"
+    opener_model: str
+    repetition: int
+    window_s: float
+    attempt: int
+    seed: int
+
+    def model_of(self, side: str) -> str:
+        return self.model_a if side == "a" else self.model_b
+
+    def role_of(self, side: str) -> str:
+        return self.role_a if side == "a" else self.role_b
+
+
+COLUMNS = [f.name for f in fields(Conversation)]
+
+
+def conversation_id(scenario: str, model_a: str, model_b: str, opener: str, repetition: int, window_s: float) -> str:
+    window = f"{window_s:g}".replace(".", "p")
+    return f"{scenario}__{model_a}__{model_b}__open-{opener}__rep{repetition}__{window}s"
+
+
+def derive_seed(conversation: str, attempt: int = 1, salt: str = "") -> int:
+    """A 31-bit seed from the id (and attempt), stable across machines and Python versions."""
+    digest = hashlib.sha256(f"{conversation}#{attempt}#{salt}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def pairings(models: list[str]) -> list[tuple[str, str]]:
+    """Unordered pairings with self-play, in config order: (m, m) and (m, n) for m before n."""
+    return list(itertools.combinations_with_replacement(models, 2))
+
+
+def pairing_name(m1: str, m2: str) -> str:
+    return f"{m1}+{m2}"
+
+
+def _select_scenarios(suite_name: str, suite: dict[str, Any], by_archetype: dict[str, list[Scenario]]) -> list[Scenario]:
+    chosen: list[Scenario] = []
+    if "scenarios" in suite:
+        index = {s.id: s for group in by_archetype.values() for s in group}
+        for sid in suite["scenarios"]:
+            if sid not in index:
+                raise InputError(f"suites.{suite_name}.scenarios lists {sid!r}, which is not a scenario of archetypes {', '.join(suite['archetypes'])}")
+            chosen.append(index[sid])
+        return chosen
+    wanted = suite.get("scenarios_per_archetype")
+    for archetype in suite["archetypes"]:
+        group = by_archetype[archetype]
+        if wanted is not None:
+            if len(group) < wanted:
+                raise InputError(
+                    f"suites.{suite_name}.scenarios_per_archetype = {wanted}, but archetype {archetype} has only "
+                    f"{len(group)} scenario files; add scenarios or lower the number"
+                )
+            group = group[:wanted]
+        chosen.extend(group)
+    return chosen
+
+
+def build_design(config: dict[str, Any], root: Path | None = None) -> list[Conversation]:
+    """Every conversation of every enabled suite, in a stable order; duplicate ids are merged."""
+    root = Path(root or ".")
+    scenarios_dir = root / config["scenarios_dir"]
+    rows: dict[str, Conversation] = {}
+    for suite_name, suite in config["suites"].items():
+        if not suite.get("enabled", True):
+            continue
+        by_archetype = load_suite(scenarios_dir, suite["archetypes"])
+        for scenario in _select_scenarios(suite_name, suite, by_archetype):
+            for m1, m2 in pairings(suite["models"]):
+                self_play = m1 == m2
+                if self_play and suite.get("cross_play_only", False):
+                    continue
+                assignments = [(m1, m2)] if self_play else [(m1, m2), (m2, m1)]
+                for (model_a, model_b), opener, rep in itertools.product(assignments, ("a", "b"), range(1, suite["repetitions"] + 1)):
+                    cid = conversation_id(scenario.id, model_a, model_b, opener, rep, suite["window_s"])
+                    if cid in rows:
+                        continue  # e.g. a window suite that repeats the main window
+                    rows[cid] = Conversation(
+                        conversation_id=cid, suite=suite_name, archetype=scenario.archetype, scenario=scenario.id,
+                        pairing=pairing_name(m1, m2), play="self" if self_play else "cross",
+                        model_a=model_a, model_b=model_b, role_a=scenario.role("a"), role_b=scenario.role("b"),
+                        opener=opener, opener_model=model_a if opener == "a" else model_b,
+                        repetition=rep, window_s=float(suite["window_s"]), attempt=1, seed=derive_seed(cid),
+                    )
+    return list(rows.values())
+
+
+def write_design(rows: Iterable[Conversation], path: Path) -> None:
+    """Write atomically so a killed job never leaves a truncated table behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS, delimiter="\t", lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(asdict(row))
+    tmp.replace(path)
+
+
+def read_design(path: Path) -> list[Conversation]:
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh, delimiter="\t")
+        missing = set(COLUMNS) - set(reader.fieldnames or [])
+        if missing:
+            raise InputError(f"{path}: design table lacks columns {', '.join(sorted(missing))}; regenerate it with `dyafdb design`")
+        out = []
+        for row in reader:
+            out.append(Conversation(**{
+                **row, "repetition": int(row["repetition"]), "window_s": float(row["window_s"]),
+                "attempt": int(row["attempt"]), "seed": int(row["seed"]),
+            }))
+        return out
+
+
+def find_conversation(rows: Iterable[Conversation], cid: str) -> Conversation:
+    for row in rows:
+        if row.conversation_id == cid:
+            return row
+    raise InputError(f"conversation {cid!r} is not in the design table; run `dyafdb design` with the same config")
+
+
+def count_summary(rows: list[Conversation]) -> dict[str, Any]:
+    """Counts per suite and pairing, for the CLI and README."""
+    summary: dict[str, Any] = {"total": len(rows), "suites": {}}
+    for row in rows:
+        suite = summary["suites"].setdefault(row.suite, {"total": 0, "pairings": {}, "archetypes": {}})
+        suite["total"] += 1
+        suite["pairings"][row.pairing] = suite["pairings"].get(row.pairing, 0) + 1
+        suite["archetypes"][row.archetype] = suite["archetypes"].get(row.archetype, 0) + 1
+    return summary

@@ -1,0 +1,83 @@
+"""The design table: the paper's counts, deterministic ids and seeds."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+from conftest import REPO, write_suite
+from dyafdb.config import load_config
+from dyafdb.suite.design import build_design, conversation_id, derive_seed, read_design, write_design
+
+
+def paper_config(tmp_path: Path, **enable) -> dict:
+    write_suite(tmp_path, per_archetype=20)
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    for suite, on in enable.items():
+        cfg["suites"][suite]["enabled"] = on
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return load_config(path)
+
+
+def test_main_suite_is_7560_conversations(tmp_path):
+    rows = build_design(paper_config(tmp_path), tmp_path)
+    assert len(rows) == 7560
+    per_pairing = Counter(r.pairing for r in rows)
+    assert sorted(per_pairing.values()) == [840, 840, 840, 1680, 1680, 1680]
+    for pairing, n in per_pairing.items():
+        m1, m2 = pairing.split("+")
+        assert n == (840 if m1 == m2 else 1680)
+    # per scenario: cross-play 2 roles x 2 openers x 3 reps = 12; self-play 2 openers x 3 reps = 6
+    per_cell = Counter((r.scenario, r.pairing) for r in rows)
+    assert {n for (s, p), n in per_cell.items() if p.split("+")[0] == p.split("+")[1]} == {6}
+    assert {n for (s, p), n in per_cell.items() if p.split("+")[0] != p.split("+")[1]} == {12}
+
+
+def test_optional_suites_add_what_the_paper_implies(tmp_path):
+    rows = build_design(paper_config(tmp_path, game_balance=True, window_30=True, window_120=True), tmp_path)
+    by_suite = Counter(r.suite for r in rows)
+    assert by_suite == {"main": 7560, "game_balance": 2160, "window_30": 7560, "window_120": 7560}
+
+
+def test_ids_are_readable_safe_unique_and_seeds_derive_from_them(tmp_path):
+    rows = build_design(paper_config(tmp_path), tmp_path)
+    ids = [r.conversation_id for r in rows]
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(r"[a-z0-9][a-z0-9._+-]*", i) and len(i) < 128 for i in ids)
+    row = rows[0]
+    assert row.conversation_id == conversation_id(row.scenario, row.model_a, row.model_b, row.opener, row.repetition, row.window_s)
+    assert row.seed == derive_seed(row.conversation_id)
+    assert derive_seed(row.conversation_id, 2) != row.seed
+    again = build_design(paper_config(tmp_path), tmp_path)
+    assert [(r.conversation_id, r.seed) for r in again] == [(r.conversation_id, r.seed) for r in rows]
+
+
+def test_role_swap_only_in_cross_play_and_opener_swap_everywhere(tmp_path):
+    rows = build_design(paper_config(tmp_path), tmp_path)
+    cell = [r for r in rows if r.scenario == "t4-2-fixture-01" and r.pairing == "personaplex+raon" and r.repetition == 1]
+    assert {(r.model_a, r.model_b, r.opener) for r in cell} == {
+        ("personaplex", "raon", "a"), ("personaplex", "raon", "b"), ("raon", "personaplex", "a"), ("raon", "personaplex", "b")}
+    selfp = [r for r in rows if r.scenario == "t4-2-fixture-01" and r.pairing == "raon+raon" and r.repetition == 1]
+    assert {(r.model_a, r.model_b, r.opener) for r in selfp} == {("raon", "raon", "a"), ("raon", "raon", "b")}
+    assert all(r.role_a == "attacker" and r.role_b == "defender" for r in cell)
+
+
+def test_adding_a_model_keeps_every_existing_id(tmp_path):
+    cfg = paper_config(tmp_path)
+    before = {r.conversation_id for r in build_design(cfg, tmp_path)}
+    cfg["suites"]["main"]["models"].append("moshi")
+    after = build_design(cfg, tmp_path)
+    new = [r for r in after if r.conversation_id not in before]
+    assert before <= {r.conversation_id for r in after}
+    assert {r.pairing for r in new} == {"personaplex+moshi", "minicpmo+moshi", "raon+moshi", "moshi+moshi"}
+
+
+def test_design_table_round_trips(tmp_path):
+    rows = build_design(paper_config(tmp_path), tmp_path)[:50]
+    path = tmp_path / "design" / "conversations.tsv"
+    write_design(rows, path)
+    assert read_design(path) == rows

