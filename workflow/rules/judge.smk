@@ -1,7 +1,6 @@
 # The LLM judge, batched per (judge, archetype, question): editing one prompt template under
 # judge.prompts_dir reruns only that question's jobs (and what reads them); replies are cached on
 # disk, so a batch rerun because one transcript changed asks only about that conversation.
-# Then every measure goes into one long table, results/scores/measures.tsv.
 
 # Every judge batch the design needs (the viewer and the table read them all).
 JUDGE_OUTPUTS = SCORING.judge_outputs
@@ -35,28 +34,3 @@ rule judge:
     shell:
         "dyafdb judge {params.cfg} --judge {wildcards.judge} --archetype {wildcards.archetype}"
         " --question {wildcards.question} --out {output} > {log} 2>&1"
-
-
-# The per-archetype mechanical tables plus every judge batch.
-rule measures_table:
-    input:
-        mechanical=SCORING.mechanical_tables,
-        judge=JUDGE_OUTPUTS,
-    output:
-        f"{RESULTS}/scores/measures.tsv",
-    params:
-        cfg=CONFIG_ARGS,
-    log:
-        "logs/measures_table.log",
-    benchmark:
-        "benchmarks/measures_table.tsv"
-    conda:
-        "../../envs/dyafdb.yml"
-    resources:
-        mem_mb=2000,
-        runtime=30,
-    shell:
-        "dyafdb measures {params.cfg} --mechanical {input.mechanical} --out {output} > {log} 2>&1"
-
-
-FINAL_TARGETS.append(f"{RESULTS}/scores/measures.tsv")

@@ -1,4 +1,4 @@
-"""What the analysis rules (workflow/rules/analyze.smk) plan: inputs per rule, from the config and design.
+"""What the analysis rules (workflow/rules/analysis.smk) plan: inputs per rule, from the config and design.
 
 Kept out of the Snakefile so the rules file holds rules only; every method here is cheap (it runs
 once per job while Snakemake plans).

@@ -1,0 +1,71 @@
+# The text-only pairing (Appendix E): the same scenarios played as text by the judge's LLM, scored
+# by the same questions, and Table 9 comparing it with the spoken runs.
+
+
+rule text_pair_generate:
+    input:
+        scenarios=ANALYSIS_PLAN.archetype_scenarios,
+    output:
+        f"{RESULTS}/text_pairing/conversations/{{task}}.jsonl",
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.text_settings(),
+    log:
+        "logs/text_pairing/generate_{task}.log",
+    benchmark:
+        "benchmarks/text_pairing/generate_{task}.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    threads: ANALYSIS_PLAN.text_generate_threads
+    resources:
+        mem_mb=2000,
+        runtime=120,
+    shell:
+        "dyafdb text-pair generate {params.cfg} --archetype {wildcards.task} --out {output} > {log} 2>&1"
+
+
+rule text_pair_score:
+    input:
+        conversations=f"{RESULTS}/text_pairing/conversations/{{task}}.jsonl",
+        templates=ANALYSIS_PLAN.text_judge_templates,
+    output:
+        f"{RESULTS}/text_pairing/measures/{{task}}.tsv",
+    params:
+        cfg=CONFIG_ARGS,
+        judge=ANALYSIS_PLAN.text_judge(),
+    log:
+        "logs/text_pairing/score_{task}.log",
+    benchmark:
+        "benchmarks/text_pairing/score_{task}.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    threads: ANALYSIS_PLAN.text_judge_threads
+    resources:
+        mem_mb=2000,
+        runtime=120,
+    shell:
+        "dyafdb text-pair score {params.cfg} --conversations {input.conversations} --out {output} > {log} 2>&1"
+
+
+rule text_pair_table:
+    input:
+        runs=ANALYSIS_PLAN.runs_of(["T1-1", "T2", "T3-2", "T4-2"]),
+        text=expand(f"{RESULTS}/text_pairing/measures/{{task}}.tsv", task=ANALYSIS_PLAN.text_tasks),
+    output:
+        tsv=f"{ANALYSIS}/tables/text_pairing.tsv",
+        html=report(f"{ANALYSIS}/tables/text_pairing.html", caption="../report/text_pairing.rst", category="Text pairing"),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s"),
+    log:
+        "logs/analysis/text_pairing.log",
+    benchmark:
+        "benchmarks/analysis/text_pairing.tsv"
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "dyafdb text-pair table {params.cfg} --runs {input.runs} --text-measures {input.text}"
+        " --out {output.tsv} --html {output.html} > {log} 2>&1"
