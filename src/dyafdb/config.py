@@ -12,15 +12,17 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dyafdb.errors import InputError
-from dyafdb.schema_check import read_yaml, validate
+from dyafdb.schema_check import fill_defaults, load_schema, read_yaml, validate
 
-DEFAULTS: dict[str, Any] = {
-    "results_dir": "results",
-    "demo_quality": False,
-    "bridge": {"lead_in_s": 1.5, "in_process": False, "progress": True},
-    "vad": {"start_rms": 0.010, "end_rms": 0.004, "min_segment_s": 0.16, "max_gap_s": 0.32},
-    "transcript": {"before_s": 0.6, "after_s": 0.3},
-}
+
+
+def config_schema() -> dict[str, Any]:
+    """The config schema with the built-in adapter names filled in from their ``@adapter`` declarations."""
+    from dyafdb.agents.registry import adapter_names  # a source scan: imports no model stack
+
+    schema = copy.deepcopy(load_schema("config"))
+    schema["$defs"]["model"]["properties"]["adapter"]["anyOf"][0]["enum"] = adapter_names()
+    return schema
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -48,11 +50,15 @@ def validate_config(config: dict[str, Any], source: str | Path) -> dict[str, Any
     """Validate a loaded config and fill defaults. Returns the merged config."""
     if not isinstance(config, dict):
         raise InputError(f"{source}: the config must be a mapping")
-    validate(config, "config", source)
-    for section, schema in section_schema_names().items():
+    schema = config_schema()
+    validate(config, "config", source, schema)
+    for section, name in section_schema_names().items():
         if section in config:
-            validate(config[section], schema, f"{source} (section {section})")
-    merged = _merge(DEFAULTS, config)
+            validate(config[section], name, f"{source} (section {section})")
+    # Defaults are written once, in the schemas; every stage reads them from the filled config.
+    merged = fill_defaults(copy.deepcopy(config), schema)
+    for section, name in section_schema_names().items():
+        merged[section] = fill_defaults(merged.get(section) or {}, load_schema(name))
     _check_cross_references(merged, source)
     return merged
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -42,7 +43,9 @@ def describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "const":
         return f"{where} = {error.instance!r}; it must be {schema['const']!r}"
     if error.validator in ("anyOf", "oneOf"):
-        return f"{where} = {error.instance!r} is not allowed: {schema.get('description', error.message)}"
+        choices = [v for branch in schema.get(error.validator, []) if isinstance(branch, dict) for v in branch.get("enum", [])]
+        listed = f" (built-in: {', '.join(map(str, choices))})" if choices else ""
+        return f"{where} = {error.instance!r} is not allowed: {schema.get('description', error.message)}{listed}"
     if error.validator == "required":
         return f"{where}: {error.message}"
     desc = schema.get("description")
@@ -50,9 +53,50 @@ def describe(error: jsonschema.ValidationError) -> str:
     return f"{where} = {error.instance!r}: {error.message}{hint}"
 
 
-def validate(data: Any, schema_name: str, source: str | Path) -> None:
+def fill_defaults(data: Any, schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
+    """``data`` with every ``default:`` of ``schema`` filled in where the key is missing (recursively).
+
+    The schemas are the one place defaults are written: an absent object that has a ``default`` is
+    created from it and then filled in turn, so ``bridge: {}`` and no ``bridge`` at all read the same.
+    Only ``properties``, ``additionalProperties`` (maps such as ``models``), ``items`` and ``$ref``
+    are followed; a branch of ``anyOf``/``oneOf`` is never guessed.
+    """
+    root = root if root is not None else schema
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        schema = root["$defs"][ref.split("/")[-1]]
+    if isinstance(data, dict):
+        for key, sub in (schema.get("properties") or {}).items():
+            if key not in data and isinstance(sub, dict) and "default" in sub:
+                data[key] = copy.deepcopy(sub["default"])
+            if key in data and isinstance(sub, dict):
+                data[key] = fill_defaults(data[key], sub, root)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key in data:
+                if key not in (schema.get("properties") or {}):
+                    data[key] = fill_defaults(data[key], extra, root)
+    elif isinstance(data, list) and isinstance(schema.get("items"), dict):
+        return [fill_defaults(item, schema["items"], root) for item in data]
+    return data
+
+
+def schema_default(schema_name: str, *keys: str) -> Any:
+    """The default the schema gives at ``keys`` (e.g. ``("properties", "vad")`` paths are implied):
+    ``schema_default("config", "vad", "start_rms")``. For code that must name a default outside a config."""
+    node: Any = load_schema(schema_name)
+    root = node
+    for key in keys:
+        ref = node.get("$ref") if isinstance(node, dict) else None
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            node = root["$defs"][ref.split("/")[-1]]
+        node = node["properties"][key]
+    return copy.deepcopy(node["default"])
+
+
+def validate(data: Any, schema_name: str, source: str | Path, schema: dict[str, Any] | None = None) -> None:
     """Raise :class:`InputError` listing every problem in ``data``, each naming its field."""
-    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    validator = jsonschema.Draft202012Validator(schema or load_schema(schema_name))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
         lines = "\n".join(f"  - {describe(e)}" for e in _leaf_errors(errors))

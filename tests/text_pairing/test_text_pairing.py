@@ -56,8 +56,8 @@ def test_turns_alternate_within_the_word_budget(tmp_path):
             assert rec["transcript_text"].startswith("[0.00] Speaker A: word")
         # the opener sees the kickoff first; the system message is the framing + the speech prompt
         first = stub.requests[0]["messages"]
-        assert first[0]["role"] == "system" and first[0]["content"].startswith(T.FRAMING)
-        assert "You speak first" in first[0]["content"] and first[1] == {"role": "user", "content": T.KICKOFF}
+        assert first[0]["role"] == "system" and first[0]["content"].startswith(T.DEFAULTS["framing"])
+        assert "You speak first" in first[0]["content"] and first[1] == {"role": "user", "content": T.DEFAULTS["kickoff"]}
         second = stub.requests[1]["messages"]
         assert [m["role"] for m in second] == ["system", "user"] and "You speak first" not in second[0]["content"]
         fourth = stub.requests[3]["messages"]

@@ -51,6 +51,7 @@ from dyafdb.agents.checkpoints import expand, force_offline_hub, resolve_checkpo
 from dyafdb.agents.resample import StreamResampler
 from dyafdb.clock import FRAME_SAMPLES, SAMPLE_RATE
 from dyafdb.errors import InputError
+from dyafdb.agents.registry import adapter
 
 MODEL_RATE = 16_000
 OUTPUT_RATE = 24_000
@@ -95,6 +96,7 @@ def load_reference_voice(path: Path) -> np.ndarray:
     return mono.astype(np.float32)
 
 
+@adapter("minicpmo")
 class MiniCPMOAgent:
     def __init__(self, params: dict[str, Any], model_name: str = "minicpmo"):
         self.params = params

@@ -8,8 +8,10 @@ import numpy as np
 
 from dyafdb import __version__
 from dyafdb.agents.base import AgentInfo, Frame, Session, silence
+from dyafdb.agents.registry import adapter
 
 
+@adapter("null")
 class NullAgent:
     concurrent_step = False  # its step costs microseconds; no thread handoff needed
 

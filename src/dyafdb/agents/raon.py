@@ -55,6 +55,7 @@ from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
 from dyafdb.agents.checkpoints import expand
 from dyafdb.clock import FRAME_SAMPLES
 from dyafdb.errors import InputError
+from dyafdb.agents.registry import adapter
 
 READY, AUDIO, TEXT, SEQ_TRACE, SEQ_DELTA, ERROR, CLOSE, PING, PONG = range(9)
 KIND_NAMES = dict(enumerate(["READY", "AUDIO", "TEXT", "SEQ_TRACE", "SEQ_DELTA", "ERROR", "CLOSE", "PING", "PONG"]))
@@ -139,6 +140,7 @@ class GatewayProcess:
         self._log.close()
 
 
+@adapter("raon")
 class RaonAgent:
     def __init__(self, params: dict[str, Any], model_name: str = "raon"):
         self.params = params

@@ -23,12 +23,14 @@ from dyafdb import __version__
 from dyafdb.agents.base import AgentInfo, Frame, Session
 from dyafdb.clock import FRAME_SAMPLES, seconds_to_ticks
 from dyafdb.errors import InputError
+from dyafdb.agents.registry import adapter
 
 
 def _tick_of(seconds: float) -> int:
     return int(round(seconds / 0.08))
 
 
+@adapter("scripted")
 class ScriptedAgent:
     concurrent_step = False  # its step costs microseconds; no thread handoff needed
 

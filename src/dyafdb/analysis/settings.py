@@ -1,4 +1,4 @@
-"""The ``analysis`` config section, resolved against the suite (defaults live here and in the schema)."""
+"""The ``analysis`` config section, resolved against the suite (defaults live in its schema)."""
 
 from __future__ import annotations
 
@@ -7,22 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from dyafdb.errors import InputError
+from dyafdb.schema_check import fill_defaults, load_schema
 
-DEFAULTS: dict[str, Any] = {
-    "bootstrap": 1000,
-    "seed": 0,
-    "ci": 0.95,
-    "main_judge": None,
-    "second_judge": None,
-    "windows_s": None,
-    "timing_archetypes": ["T1-1", "T1-2"],
-    "human_labels": None,
-    "anchor_rating": 1000.0,
-    "rating_scale": 400.0,
-    "contested": ["T3-1", "T4-1", "T4-2", "T4-3", "T4-4"],
-    "figure_formats": ["png", "pdf"],
-    "dpi": 150,
-}
+# Every default is written in the section's schema; standalone use (no config) reads the same ones.
+DEFAULTS: dict[str, Any] = fill_defaults({}, load_schema("config-analysis"))
 
 
 @dataclass

@@ -39,6 +39,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from dyafdb.clock import FRAME_SECONDS
 from dyafdb.config import float_section
+from dyafdb.schema_check import schema_default
 from dyafdb.record.recording import Token
 from dyafdb.record.tokens import join_tokens, join_with_offsets, token_mode  # noqa: F401 (part of this module's API)
 from dyafdb.score.vad import Interval, frames_floor
@@ -51,8 +52,8 @@ REDACTED = "[redacted]"
 
 @dataclass(frozen=True)
 class TranscriptParams:
-    before_s: float = 0.6
-    after_s: float = 0.3
+    before_s: float = schema_default("config", "transcript", "before_s")
+    after_s: float = schema_default("config", "transcript", "after_s")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "TranscriptParams":

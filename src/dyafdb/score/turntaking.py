@@ -65,16 +65,17 @@ import numpy as np
 
 from dyafdb.clock import FRAME_SECONDS
 from dyafdb.config import float_section
+from dyafdb.schema_check import schema_default
 from dyafdb.score.vad import Interval, frames_ceil, to_mask
 
 
 @dataclass(frozen=True)
 class TurnTakingParams:
-    pause_s: float = 1.0
-    min_speech_s: float = 1.0
-    backchannel_max_s: float = 1.0
-    hold_s: float = 0.5
-    yield_s: float = 0.5
+    pause_s: float = schema_default("config-turntaking", "pause_s")
+    min_speech_s: float = schema_default("config-turntaking", "min_speech_s")
+    backchannel_max_s: float = schema_default("config-turntaking", "backchannel_max_s")
+    hold_s: float = schema_default("config-turntaking", "hold_s")
+    yield_s: float = schema_default("config-turntaking", "yield_s")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "TurnTakingParams":

@@ -33,6 +33,7 @@ import numpy as np
 
 from dyafdb.clock import FRAME_SAMPLES, FRAME_SECONDS, frames_ceil, frames_floor  # noqa: F401 (part of this module's API)
 from dyafdb.config import float_section
+from dyafdb.schema_check import schema_default
 from dyafdb.fileio import read_json
 from dyafdb.errors import InputError
 
@@ -42,10 +43,10 @@ Interval = tuple[int, int]
 
 @dataclass(frozen=True)
 class VadParams:
-    start_rms: float = 0.010
-    end_rms: float = 0.004
-    min_segment_s: float = 0.16
-    max_gap_s: float = 0.32
+    start_rms: float = schema_default("config", "vad", "start_rms")
+    end_rms: float = schema_default("config", "vad", "end_rms")
+    min_segment_s: float = schema_default("config", "vad", "min_segment_s")
+    max_gap_s: float = schema_default("config", "vad", "max_gap_s")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "VadParams":

@@ -34,16 +34,10 @@ from dyafdb.llm.text_backends import TextModel, clean_reply, make_chat
 from dyafdb.suite.design import derive_seed
 from dyafdb.suite.scenarios import ARCHETYPE_ROLES, Scenario, load_suite
 from dyafdb.errors import InputError
+from dyafdb.schema_check import fill_defaults, load_schema
 
-FRAMING = ("You are one of two people in a short spoken conversation, carried out here in text. Speak only as "
-           "the person described below, in the first person, as you would out loud: keep every reply brief, one "
-           "to three sentences, with no lists, headings, stage directions or narration, and never say that you "
-           "are an AI or that this is text.")
-KICKOFF = "(The conversation begins now.)"
-DEFAULTS: dict[str, Any] = {
-    "archetypes": ["T1-1", "T2", "T3-2", "T4-2"], "repetitions": 1, "counterbalance": True, "word_budget": 240,
-    "max_turns": 20, "framing": FRAMING, "kickoff": KICKOFF, "seed": 0,
-}
+# Every default is written in the section's schema; a raw (unvalidated) config reads the same ones.
+DEFAULTS: dict[str, Any] = fill_defaults({}, load_schema("config-text_pairing"))
 # The judge questions each archetype's text runs are asked (role timing needs a clock; left out).
 QUESTIONS = {
     "T1-1": ("role_adherence",), "T1-2": ("role_adherence",), "T2": ("final_choice",),

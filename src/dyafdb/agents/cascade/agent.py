@@ -34,6 +34,7 @@ from dyafdb.agents.cascade.policy import Policy, parse_policy
 from dyafdb.agents.cascade.text import (FALLBACKS, IDLE_CUE, OPENING_CUE, build_messages, clean_reply,
                                         system_prompt, word_count)
 from dyafdb.clock import FRAME_SAMPLES
+from dyafdb.agents.registry import adapter
 
 SPOKEN_KINDS = ("opening", "reply", "barge_in", "idle")  # utterances that enter the conversation history
 # Partner silence that ends an episode of being talked over: longer than the pauses at commas, so
@@ -58,6 +59,7 @@ class Utterance:
         return " ".join(w.text for w in self.speech.words[: self.words_emitted])
 
 
+@adapter("cascade")
 class CascadeAgent:
     """ASR -> LLM -> TTS on the lockstep clock, with a full-duplex turn-taking policy."""
 

@@ -27,6 +27,7 @@ from dyafdb.agents.base import AgentInfo, Frame, Session
 from dyafdb.agents.checkpoints import force_offline_hub, resolve_checkpoint
 from dyafdb.agents.moshi.stack import MoshiFrameLoop, MoshiModels, sampling_params, seed_everything, torch_device, torch_dtype
 from dyafdb.errors import InputError
+from dyafdb.agents.registry import adapter
 
 MOSHI_NAME = "model.safetensors"
 MIMI_NAME = "tokenizer-e351c8d8-checkpoint125.safetensors"
@@ -77,6 +78,7 @@ def load_moshi(params: dict[str, Any], model: str) -> tuple[MoshiModels, dict[st
     return models, {**info.lm_gen_config, **sampling}
 
 
+@adapter("moshi")
 class MoshiAgent:
     def __init__(self, params: dict[str, Any], model_name: str = "moshi"):
         self.params = params

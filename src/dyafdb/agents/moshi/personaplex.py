@@ -38,6 +38,7 @@ from dyafdb.agents.base import AgentInfo, Frame, Session
 from dyafdb.agents.checkpoints import force_offline_hub, resolve_checkpoint, resolve_file
 from dyafdb.agents.moshi.stack import MoshiFrameLoop, MoshiModels, sampling_params, seed_everything, torch_device, torch_dtype
 from dyafdb.errors import InputError
+from dyafdb.agents.registry import adapter
 
 MOSHI_NAME = "model.safetensors"
 MIMI_NAME = "tokenizer-e351c8d8-checkpoint125.safetensors"
@@ -55,6 +56,7 @@ def wrap_with_system_tags(text: str) -> str:
     return f"<system> {cleaned} <system>"
 
 
+@adapter("personaplex")
 class PersonaPlexAgent:
     def __init__(self, params: dict[str, Any], model_name: str = "personaplex"):
         self.params = params
