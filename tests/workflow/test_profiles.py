@@ -32,3 +32,18 @@ def test_demo_and_local_profiles_run_on_one_machine():
     demo = _profile("demo")
     assert demo["configfile"] == "config/demo.yaml" and demo["cores"] == 2
     assert "executor" not in _profile("local") and "executor" not in demo
+
+
+def test_every_slurm_option_in_the_profile_is_read_by_the_installed_plugin():
+    """An option the plugin declares but never reads (2.8's `slurm-no-account`) promises what it does not do."""
+    import re
+
+    import snakemake_executor_plugin_slurm as plugin
+
+    source = "\n".join(p.read_text() for p in Path(plugin.__file__).parent.glob("*.py"))
+    options = [key for key in _profile("slurm") if key.startswith("slurm-")]
+    assert options, "profiles/slurm sets no plugin option at all"
+    for key in options:
+        field = key.removeprefix("slurm-").replace("-", "_")
+        assert re.search(rf"^\s+{field}: ", source, re.M), f"{key}: not an option of the installed plugin"
+        assert re.search(rf"settings\.{field}\b", source), f"{key}: declared by the plugin but never read"

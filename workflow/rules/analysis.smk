@@ -33,6 +33,7 @@ rule analysis_runs:
     resources:
         mem_mb=2000,
         runtime=10,
+        **CPU_SITE,
     shell:
         "dyafdb analyze runs {params.cfg} --archetype {wildcards.task} --out {output} > {log} 2>&1"
 
@@ -60,6 +61,7 @@ rule analysis_matrix:
     resources:
         mem_mb=1000,
         runtime=5,
+        **CPU_SITE,
     shell:
         "dyafdb analyze matrix {params.cfg} --runs {input} --task {wildcards.task}"
         " --out {output.tsv} --html {output.html} > {log} 2>&1"
@@ -88,6 +90,7 @@ rule analysis_turntaking:
     resources:
         mem_mb=1000,
         runtime=5,
+        **CPU_SITE,
     shell:
         "dyafdb analyze turntaking {params.cfg} --runs {input} --metric {wildcards.metric}"
         " --out {output.tsv} --html {output.html} > {log} 2>&1"
@@ -111,6 +114,7 @@ rule analysis_variance:
     resources:
         mem_mb=2000,
         runtime=15,
+        **CPU_SITE,
     shell:
         "dyafdb analyze variance {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
 
@@ -134,6 +138,7 @@ rule analysis_timing:
     resources:
         mem_mb=1000,
         runtime=5,
+        **CPU_SITE,
     shell:
         "dyafdb analyze timing {params.cfg} --runs {input} --out {output.tsv} --curves {output.curves}"
         " --html {output.html} > {log} 2>&1"
@@ -161,6 +166,7 @@ rule analysis_action_success:
     resources:
         mem_mb=1000,
         runtime=5,
+        **CPU_SITE,
     shell:
         "dyafdb analyze action-success {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
 
@@ -183,6 +189,7 @@ rule analysis_windows:
     resources:
         mem_mb=1000,
         runtime=10,
+        **CPU_SITE,
     shell:
         "dyafdb analyze windows {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
 
@@ -205,6 +212,7 @@ rule analysis_balance:
     resources:
         mem_mb=1000,
         runtime=5,
+        **CPU_SITE,
     shell:
         "dyafdb analyze balance {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
 
@@ -228,6 +236,7 @@ rule analysis_agreement:
     resources:
         mem_mb=2000,
         runtime=5,
+        **CPU_SITE,
     shell:
         "dyafdb analyze agreement {params.cfg} --measures {input.measures} --out {output.tsv}"
         " --html {output.html} > {log} 2>&1"
@@ -251,6 +260,7 @@ rule analysis_profiles:
     resources:
         mem_mb=1000,
         runtime=5,
+        **CPU_SITE,
     shell:
         "dyafdb analyze profiles {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
 
@@ -285,6 +295,7 @@ rule analysis_rating:
     resources:
         mem_mb=2000,
         runtime=15,
+        **CPU_SITE,
     shell:
         "dyafdb analyze rating {params.cfg} --runs {input} --out {output.tsv} --effects {output.effects}"
         " --html {output.html} > {log} 2>&1"
@@ -304,6 +315,7 @@ rule analysis_versions:
     resources:
         mem_mb=500,
         runtime=2,
+        **CPU_SITE,
     shell:
         "dyafdb analyze versions {params.cfg} --out {output.versions} --config-out {output.config} > {log} 2>&1"
 
@@ -337,6 +349,7 @@ for _name, (_kind, _inputs, _category) in ANALYSIS_PLAN.figures().items():
         resources:
             mem_mb=1000,
             runtime=5,
+            **CPU_SITE,
         shell:
             "dyafdb figure {params.kind} {params.cfg} --input {input} --out-prefix {params.prefix} > {log} 2>&1"
 
@@ -364,6 +377,7 @@ rule analysis_report:
     resources:
         mem_mb=1000,
         runtime=5,
+        **CPU_SITE,
     shell:
         "dyafdb report {params.cfg} --tables {input.tables} --figures {input.figures} --captions {params.captions}"
         " --versions {input.versions} --config-file {input.config} --out {output} > {log} 2>&1"

@@ -30,30 +30,42 @@ DYAFDB = "dyafdb"
 CONVERSATIONS = {row.conversation_id: row for row in build_design(config)}
 CONVERSATION_IDS = sorted(CONVERSATIONS)
 
-def site_resources(kind):
-    """SLURM partition/account (and GPU model for record jobs) from the environment or config `slurm:`.
-
-    Kept out of the rules' own numbers so one workflow serves every cluster; empty on a laptop.
-    """
-    slurm = config.get("slurm") or {}
-    env = os.environ
-    partition = env.get("DYAFDB_SLURM_PARTITION") or slurm.get("partition")
-    if kind == "gpu":
-        partition = env.get("DYAFDB_SLURM_GPU_PARTITION") or slurm.get("gpu_partition") or partition
-    out = {}
-    if partition:
-        out["slurm_partition"] = partition
-    account = env.get("DYAFDB_SLURM_ACCOUNT") or slurm.get("account")
-    if account:
-        out["slurm_account"] = account
-    gpu_model = env.get("DYAFDB_SLURM_GPU_MODEL") or slurm.get("gpu_model")
-    if kind == "gpu" and gpu_model:
-        out["gpu_model"] = gpu_model
-    return out
+def _site(env_name, key):
+    return os.environ.get(env_name) or (config.get("slurm") or {}).get(key)
 
 
-CPU_SITE = site_resources("cpu")
-GPU_SITE = site_resources("gpu")
+# SLURM site settings (README "Running on a SLURM cluster"), from the environment or config `slurm:`.
+# Every rule that leaves the submitting host adds CPU_SITE (or record's RECORD_SITE) to its
+# resources: the executor plugin reads only the `slurm_partition` and `slurm_account` resources, and
+# without an account it guesses one from sacct. Empty on a laptop, so one workflow serves every site.
+SITE_PARTITION = _site("DYAFDB_SLURM_PARTITION", "partition")
+SITE_GPU_PARTITION = _site("DYAFDB_SLURM_GPU_PARTITION", "gpu_partition") or SITE_PARTITION
+SITE_ACCOUNT = _site("DYAFDB_SLURM_ACCOUNT", "account")
+SITE_GPU_MODEL = _site("DYAFDB_SLURM_GPU_MODEL", "gpu_model")
+CPU_SITE = {k: v for k, v in (("slurm_partition", SITE_PARTITION), ("slurm_account", SITE_ACCOUNT)) if v}
+
+
+@functools.lru_cache(maxsize=None)
+def _pair_gpus(model_a, model_b):
+    """GPUs of a record job and the GPU model to ask for: the site's, else one both models declare."""
+    declared = [model_spec(m).get("resources", {}) for m in (model_a, model_b)]
+    gpus = sum(int(r.get("gpus", 0)) for r in declared)
+    models = {r["gpu_model"] for r in declared if r.get("gpus") and r.get("gpu_model")}
+    gpu_model = SITE_GPU_MODEL or (models.pop() if len(models) == 1 else None)
+    return gpus, gpu_model
+
+
+def _record_gpus(wildcards):
+    return _pair_gpus(*pair_models(wildcards))
+
+
+# A record job whose two models need no GPU is a CPU job: CPU partition, no GPU model (the plugin
+# would otherwise ask for --gpus=<model>:0). None leaves a resource unset.
+RECORD_SITE = {
+    **({"slurm_account": SITE_ACCOUNT} if SITE_ACCOUNT else {}),
+    "slurm_partition": lambda wc: (SITE_GPU_PARTITION if _record_gpus(wc)[0] else SITE_PARTITION) or None,
+    "gpu_model": lambda wc: _record_gpus(wc)[1] if _record_gpus(wc)[0] else None,
+}
 
 # Rules files append their final outputs here; `rule all` reads it lazily, after every include.
 FINAL_TARGETS = []

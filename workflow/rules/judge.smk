@@ -31,6 +31,7 @@ rule judge:
     resources:
         mem_mb=SCORING.judge_mem,
         runtime=240,
+        **CPU_SITE,
     shell:
         "dyafdb judge {params.cfg} --judge {wildcards.judge} --archetype {wildcards.archetype}"
         " --question {wildcards.question} --out {output} > {log} 2>&1"

@@ -17,6 +17,7 @@ rule measures_table:
     resources:
         mem_mb=2000,
         runtime=30,
+        **CPU_SITE,
     shell:
         "dyafdb measures {params.cfg} --mechanical {input.mechanical} --out {output} > {log} 2>&1"
 

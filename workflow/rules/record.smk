@@ -20,7 +20,7 @@ rule record:
         gpu=record_resource("gpus", 0),
         mem_mb=record_resource("mem_mb", 2000),
         runtime=record_resource("runtime_min", 10, max),
-        **GPU_SITE,
+        **RECORD_SITE,
     shell:
         # The recordings folder, derived from the output in the shell: a param function would cost
         # every one of the 7,560 jobs a call while Snakemake plans.

@@ -31,6 +31,7 @@ rule score:
     resources:
         mem_mb=500,
         runtime=2,
+        **CPU_SITE,
     shell:
         "dyafdb score {params.cfg} --id {wildcards.conversation} > {log} 2>&1"
 
@@ -58,5 +59,6 @@ rule mechanical_table:
     resources:
         mem_mb=1000,
         runtime=15,
+        **CPU_SITE,
     shell:
         "dyafdb measures {params.cfg} --archetype {wildcards.archetype} --no-judge --out {output} > {log} 2>&1"

@@ -20,6 +20,7 @@ rule text_pair_generate:
     resources:
         mem_mb=2000,
         runtime=120,
+        **CPU_SITE,
     shell:
         "dyafdb text-pair generate {params.cfg} --archetype {wildcards.task} --out {output} > {log} 2>&1"
 
@@ -43,6 +44,7 @@ rule text_pair_score:
     resources:
         mem_mb=2000,
         runtime=120,
+        **CPU_SITE,
     shell:
         "dyafdb text-pair score {params.cfg} --conversations {input.conversations} --out {output} > {log} 2>&1"
 
@@ -66,6 +68,7 @@ rule text_pair_table:
     resources:
         mem_mb=1000,
         runtime=5,
+        **CPU_SITE,
     shell:
         "dyafdb text-pair table {params.cfg} --runs {input.runs} --text-measures {input.text}"
         " --out {output.tsv} --html {output.html} > {log} 2>&1"

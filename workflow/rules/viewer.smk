@@ -31,6 +31,7 @@ rule view:
     resources:
         mem_mb=2000,
         runtime=10 + int(VIEW_AUDIO_MIN * 1.5 / VIEW_THREADS / 60),
+        **CPU_SITE,
     shell:
         "dyafdb view {params.cfg} --jobs {threads} > {log} 2>&1"
 
