@@ -72,6 +72,9 @@ def _check_cross_references(config: dict[str, Any], source: str | Path) -> None:
                     f"{source}: suites.{suite_name}.models lists unknown model {model!r}; "
                     f"known models: {', '.join(sorted(models))} (add it under models: or fix the name)"
                 )
+        for model in suite.get("only_with") or []:
+            if model not in suite["models"]:
+                raise InputError(f"{source}: suites.{suite_name}.only_with names {model!r}, which is not in suites.{suite_name}.models; add it there")
         if "scenarios" in suite and "scenarios_per_archetype" in suite:
             raise InputError(f"{source}: suites.{suite_name} sets both scenarios and scenarios_per_archetype; keep one")
 

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from dyafdb.suite.scenarios import Scenario, load_suite
 from dyafdb.errors import InputError
+from dyafdb.fileio import write_atomic
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,8 @@ def build_design(config: dict[str, Any], root: Path | None = None) -> list[Conve
                 self_play = m1 == m2
                 if self_play and suite.get("cross_play_only", False):
                     continue
+                if suite.get("only_with") and not {m1, m2} & set(suite["only_with"]):
+                    continue  # a new model's pairings only: the references' own games are already recorded
                 assignments = [(m1, m2)] if self_play else [(m1, m2), (m2, m1)]
                 for (model_a, model_b), opener, rep in itertools.product(assignments, ("a", "b"), range(1, suite["repetitions"] + 1)):
                     cid = conversation_id(scenario.id, model_a, model_b, opener, rep, suite["window_s"])
@@ -124,14 +127,14 @@ def build_design(config: dict[str, Any], root: Path | None = None) -> list[Conve
 
 def write_design(rows: Iterable[Conversation], path: Path) -> None:
     """Write atomically so a killed job never leaves a truncated table behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS, delimiter="\t", lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(asdict(row))
-    tmp.replace(path)
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=COLUMNS, delimiter="\t", lineterminator="\n")
+            writer.writeheader()
+            for row in rows:
+                writer.writerow(asdict(row))
+
+    write_atomic(path, write)
 
 
 def read_design(path: Path) -> list[Conversation]:
