@@ -1,4 +1,4 @@
-"""Atomic writes for the scoring stages: temporary name, then rename.
+"""The one atomic writer every stage uses: temporary name, then rename.
 
 A job killed mid-write leaves only a hidden temporary file, never a truncated output that
 Snakemake (or a reader) would take for complete.
@@ -8,26 +8,45 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from dyafdb.errors import InputError
 
 
-def _tmp(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path | str, write: Callable[[Path], Any]) -> None:
+    """Call ``write(tmp)`` on a fresh hidden file beside ``path``, then rename it into place.
+
+    The temporary name is unique per call (mkstemp), so threads or processes writing the same
+    output never share one; a failure removes it.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp(path)
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
-def write_json_atomic(path: Path, doc: Any, indent: int | None = 1) -> None:
+def write_text_atomic(path: Path | str, text: str) -> None:
+    write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_bytes_atomic(path: Path | str, data: bytes) -> None:
+    write_atomic(path, lambda tmp: tmp.write_bytes(data))
+
+
+def write_json_atomic(path: Path | str, doc: Any, indent: int | None = 1) -> None:
     write_text_atomic(path, json.dumps(doc, ensure_ascii=False, indent=indent) + "\n")
 
 

@@ -14,6 +14,7 @@ from dyafdb.text_pairing import pairing as T
 from dyafdb.analysis.io import read_measures
 from dyafdb.analysis.runs import build_runs
 from dyafdb.analysis.settings import Settings
+from dyafdb.analysis.tables import table9
 from dyafdb.cli import main
 from dyafdb.config import validate_config
 from dyafdb.errors import InputError
@@ -89,7 +90,7 @@ def test_score_and_table9(tmp_path):
     assert (measures.loc[measures["judge"] != "", "judge"] == "main").all()
     runs = build_runs(measures, Settings(models=["ta", "tb"]))
     speech = runs.iloc[0:0]
-    table = T.table9(speech, runs, Settings(), {"ta": "Talker A", "tb": "tb"})
+    table = table9(speech, runs, Settings(), {"ta": "Talker A", "tb": "tb"})
     row = table.set_index("model").loc["ta"]
     assert row["kind"] == "text" and row["label"] == "Talker A"
     assert (row["T1-1"], row["T2"], row["T3-2 agreement"], row["T4-2"]) == (1.0, 1.0, 1.0, 1.0)

@@ -20,7 +20,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from dyafdb.analysis import columns as C  # noqa: E402
-from dyafdb.analysis.io import write_bytes  # noqa: E402
+from dyafdb.fileio import write_bytes_atomic  # noqa: E402
 from dyafdb.analysis.settings import Settings  # noqa: E402
 from dyafdb.analysis.tables import Matrix  # noqa: E402
 
@@ -44,7 +44,7 @@ def save(fig, out_prefix: Path | str, settings: Settings) -> list[Path]:
         metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None} if fmt == "png" else None
         fig.savefig(buf, format=fmt, dpi=settings.dpi, bbox_inches="tight", metadata=metadata)
         path = Path(f"{out_prefix}.{fmt}")
-        write_bytes(buf.getvalue(), path)
+        write_bytes_atomic(path, buf.getvalue())
         paths.append(path)
     plt.close(fig)
     return paths

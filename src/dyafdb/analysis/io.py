@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -12,6 +10,7 @@ import pandas as pd
 
 from dyafdb.analysis import columns as C
 from dyafdb.errors import InputError
+from dyafdb.fileio import write_atomic
 
 
 def read_measures(paths: Path | str | Iterable[Path | str]) -> pd.DataFrame:
@@ -63,46 +62,9 @@ def normalise_measures(m: pd.DataFrame) -> pd.DataFrame:
     return m
 
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
-def _atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_tsv(frame: pd.DataFrame, path: Path | str, index: bool = False) -> None:
     """TSV with numbers to 6 decimals; NaN written as empty cells."""
-    _atomic(Path(path), lambda tmp: frame.to_csv(tmp, sep="\t", index=index, float_format="%.6g", na_rep=""))
-
-
-def write_text(text: str, path: Path | str) -> None:
-    _atomic(Path(path), lambda tmp: tmp.write_text(text))
-
-
-def write_json(data: Any, path: Path | str) -> None:
-    _atomic(Path(path), lambda tmp: tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=_jsonable) + "\n"))
-
-
-def write_bytes(data: bytes, path: Path | str) -> None:
-    _atomic(Path(path), lambda tmp: tmp.write_bytes(data))
-
-
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+    write_atomic(path, lambda tmp: frame.to_csv(tmp, sep="\t", index=index, float_format="%.6g", na_rep=""))
 
 
 def read_tsv(path: Path | str) -> pd.DataFrame:

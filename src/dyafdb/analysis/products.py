@@ -15,7 +15,8 @@ import yaml
 
 from dyafdb.analysis import columns as C
 from dyafdb.analysis import render
-from dyafdb.analysis.io import normalise_measures, read_measures, write_text, write_tsv
+from dyafdb.analysis.io import normalise_measures, read_measures, write_tsv
+from dyafdb.fileio import write_text_atomic
 from dyafdb.analysis.runs import at_window, build_runs, main_window, resolve_judges
 from dyafdb.analysis.settings import Settings
 from dyafdb.analysis.tables import Matrix, score_matrix, turn_taking_matrix
@@ -90,7 +91,7 @@ def matrix_product(runs: pd.DataFrame, settings: Settings, task: str, out: Path,
     m = score_matrix(_main(runs, settings), task, settings)
     write_tsv(m.to_frame(), out)
     if html:
-        write_text(render.matrix_html(m, settings), html)
+        write_text_atomic(html, render.matrix_html(m, settings))
     return m
 
 
@@ -100,7 +101,7 @@ def turntaking_product(runs: pd.DataFrame, settings: Settings, metric: str, out:
     m = turn_taking_matrix(_main(runs, settings), metric, settings)
     write_tsv(m.to_frame(), out)
     if html:
-        write_text(render.matrix_html(m, settings, show_n=False), html)
+        write_text_atomic(html, render.matrix_html(m, settings, show_n=False))
     return m
 
 
@@ -119,8 +120,8 @@ def variance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pa
             rows.append(row)
         order = ["kind", "variant", "measure", "task", "model", "partner", "model_x_partner", "residual", "flag"]
         shown = pd.DataFrame(rows, columns=[c for c in order if any(c in r for r in rows)] or order).fillna("")
-        write_text(render.frame_html(shown, "Variance decomposition (eta², bootstrap SD)", settings,
-                                     note="all = every cell; cross_play = self-play cells left out"), html)
+        write_text_atomic(html, render.frame_html(shown, "Variance decomposition (eta², bootstrap SD)", settings,
+                                                  note="all = every cell; cross_play = self-play cells left out"))
     return table
 
 
@@ -134,8 +135,8 @@ def timing_product(runs: pd.DataFrame, settings: Settings, out: Path, curves_out
         shown = summary[["event", "model", "partner", "n", "events", "median", "share_by_window"]].copy()
         for c in ("model", "partner"):
             shown[c] = shown[c].map(lambda m: "all" if m == "*" else settings.label(m))
-        write_text(render.frame_html(shown, "Role timing and time to leak (Kaplan-Meier)", settings,
-                                     note="median in seconds; n.r. = not reached within the window"), html)
+        write_text_atomic(html, render.frame_html(shown, "Role timing and time to leak (Kaplan-Meier)", settings,
+                                                  note="median in seconds; n.r. = not reached within the window"))
     return summary, curves
 
 
@@ -147,7 +148,7 @@ def action_success_product(runs: pd.DataFrame, settings: Settings, out: Path, ht
     if html:
         shown = table[table["partner"] == "avg"][["task", "model", "action", "p_action", "p_success_given_action", "p_success", "runs"]].copy()
         shown["model"] = shown["model"].map(settings.label)
-        write_text(render.frame_html(shown, "Action x success (per model, averaged over pairings)", settings), html)
+        write_text_atomic(html, render.frame_html(shown, "Action x success (per model, averaged over pairings)", settings))
     return table
 
 
@@ -160,8 +161,8 @@ def windows_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pat
         shown = table.copy()
         shown["model"] = shown["model"].map(lambda m: m if m == "all" else settings.label(m))
         shown["interval"] = [f"[{render.fmt(lo)}, {render.fmt(hi)}]" for lo, hi in zip(shown["lower"], shown["upper"])]
-        write_text(render.frame_html(shown[["label", "window_s", "model", "mean", "interval", "runs"]],
-                                     f"Measures by window ({int(settings.ci * 100)}% intervals)", settings), html)
+        write_text_atomic(html, render.frame_html(shown[["label", "window_s", "model", "mean", "interval", "runs"]],
+                                                  f"Measures by window ({int(settings.ci * 100)}% intervals)", settings))
     return table
 
 
@@ -173,9 +174,9 @@ def balance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pat
     if html:
         shown = table.copy()
         shown["model"] = shown["model"].map(lambda m: m if m == "all" else settings.label(m))
-        write_text(render.frame_html(shown[["game", "row", "model", "side_a", "side_b", "value", "lower", "upper", "runs",
-                                            "deal_rate", "advantaged", "role_advantage", "model_spread"]],
-                                     "Game balance: side a's share of wins", settings), html)
+        write_text_atomic(html, render.frame_html(shown[["game", "row", "model", "side_a", "side_b", "value", "lower", "upper", "runs",
+                                                         "deal_rate", "advantaged", "role_advantage", "model_spread"]],
+                                                  "Game balance: side a's share of wins", settings))
     return table
 
 
@@ -194,7 +195,7 @@ def agreement_product(measures_paths: list[Path], settings: Settings, out: Path,
     write_tsv(table, out)
     if html:
         note = "" if second else "only one judge labelled these runs: nothing to compare between judges"
-        write_text(render.frame_html(table, "Judge agreement", settings, note=note), html)
+        write_text_atomic(html, render.frame_html(table, "Judge agreement", settings, note=note))
     return table
 
 
@@ -204,8 +205,8 @@ def profiles_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pa
     table = profiles_table(_main(runs, settings), settings)
     write_tsv(table, out)
     if html:
-        write_text(render.frame_html(profiles_wide(table, settings), "Per-model profiles", settings,
-                                     note="each answer follows the rule in the last column; no answer is marked best"), html)
+        write_text_atomic(html, render.frame_html(profiles_wide(table, settings), "Per-model profiles", settings,
+                                                  note="each answer follows the rule in the last column; no answer is marked best"))
     return table
 
 
@@ -221,7 +222,7 @@ def rating_product(runs: pd.DataFrame, settings: Settings, out: Path, effects_ou
             shown["model"] = shown["model"].map(settings.label)
         note = (f"Bradley-Terry over {', '.join(settings.contested)}; anchored at {settings.label(settings.anchor_model or '')} = "
                 f"{settings.anchor_rating:g}; rank counts only models whose interval lies wholly above; own:<task> = additive own effect")
-        write_text(render.frame_html(shown, "Leaderboard", settings, note=note), html)
+        write_text_atomic(html, render.frame_html(shown, "Leaderboard", settings, note=note))
     return board, effects
 
 
@@ -237,5 +238,35 @@ def versions_product(config: dict, out: Path, config_out: Path | None = None) ->
     table = pd.DataFrame(rows, columns=["package", "version"])
     write_tsv(table, out)
     if config_out:
-        write_text(yaml.safe_dump(json.loads(json.dumps(config, default=str)), sort_keys=False), config_out)
+        write_text_atomic(config_out, yaml.safe_dump(json.loads(json.dumps(config, default=str)), sort_keys=False))
+    return table
+
+
+def text_pairing_product(config: dict, root: Path, runs_paths: list[Path], text_measures: list[Path], settings: Settings,
+                         out: Path, html: Path | None, judge: str | None = None) -> pd.DataFrame:
+    """Table 9: the speech models' task scores (per-run tables) beside the text-only pairing's
+    (its measures tables, written by ``dyafdb text-pairing score``)."""
+    from dyafdb.analysis.tables import table9
+    from dyafdb.text_pairing.pairing import main_judge_name, text_settings
+
+    speech = read_runs(runs_paths)
+    if "quality" in speech and (speech["quality"] == "demo").any():
+        settings.demo_quality = True
+    speech = at_window(speech, main_window(speech, settings))
+    ts = text_settings(config)
+    text = None
+    if text_measures:
+        measures = read_measures(text_measures)
+        if (measures["quality"] == "demo").any():
+            settings.demo_quality = True
+        judge = judge or main_judge_name(config, ts)
+        present = set(measures.loc[measures["judge"] != "", "judge"])
+        text = build_runs(measures, settings, judge if judge in present else "auto")
+    table = table9(speech, text, settings, {name: m.display for name, m in ts.models.items()})
+    write_tsv(table, out)
+    if html:
+        write_text_atomic(html, render.frame_html(
+            table.drop(columns=["model"]), "Task performance of the text-only pairing", settings,
+            note="speech rows average each model over its pairings; text rows come from their one pairing; "
+                 "T2 is a team score; T3-2 is the presser's agreement rate"))
     return table

@@ -16,7 +16,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from dyafdb.analysis.io import write_text
+from dyafdb.fileio import write_text_atomic
 from dyafdb.analysis.render import DEMO_BANNER, STYLE
 from dyafdb.analysis.settings import Settings
 
@@ -112,4 +112,4 @@ def build_report(tables: Sequence[Path], figures: Sequence[Path], settings: Sett
     style = STYLE + "section{margin:2em 0}pre{background:#f6f6f6;padding:.6em;overflow:auto;font-size:.85em}"
     page = (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
-    write_text(page, out)
+    write_text_atomic(out, page)

@@ -153,3 +153,24 @@ def model_average(runs: pd.DataFrame, task: str, indicator: str = "score", skip_
     if cells.empty:
         return pd.Series(dtype=float)
     return cells["mean"].groupby(level=0).mean()
+
+
+# (column, archetype, indicator): Table 9's four tasks; T3-2 is the presser's agreement rate here,
+# not the occupancy (text has no channel to hold).
+TABLE9 = (("T1-1", "T1-1", "score"), ("T2", "T2", "score"), ("T3-2 agreement", "T3-2", "success"), ("T4-2", "T4-2", "score"))
+
+
+def table9(speech_runs: pd.DataFrame, text_runs: pd.DataFrame | None, speech_labels, text_labels) -> pd.DataFrame:
+    """Speech models (each averaged over its pairings) above the text models of the text-only pairing
+    (their one pairing): Appendix E's Table 9."""
+    rows = []
+    for kind, runs, label in (("speech", speech_runs, speech_labels), ("text", text_runs, text_labels)):
+        if runs is None or runs.empty:
+            continue
+        per_task = {col: model_average(runs, task, indicator) for col, task, indicator in TABLE9}
+        models = list(dict.fromkeys(m for s in per_task.values() for m in s.index))
+        order = label.order(models) if hasattr(label, "order") else models
+        for m in order:
+            rows.append({"model": m, "label": label.label(m) if hasattr(label, "label") else label.get(m, m), "kind": kind,
+                         **{col: float(s.get(m, float("nan"))) for col, s in per_task.items()}})
+    return pd.DataFrame(rows, columns=["model", "label", "kind", *[c for c, _, _ in TABLE9]])

@@ -46,34 +46,11 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("dyafdb text-pair score needs --conversations")
         T.score(config, args.root, args.conversations, args.out, args.judge, log=sys.stdout)
     else:
-        from dyafdb.analysis import render
-        from dyafdb.analysis.io import read_measures, write_text, write_tsv
-        from dyafdb.analysis.products import read_runs
-        from dyafdb.analysis.runs import at_window, build_runs, main_window
+        from dyafdb.analysis.products import text_pairing_product
         from dyafdb.analysis.settings import from_config
 
         if not args.runs:
             raise InputError("dyafdb text-pair table needs --runs")
-        settings = from_config(config, args.root)
-        speech = read_runs(args.runs)
-        if "quality" in speech and (speech["quality"] == "demo").any():
-            settings.demo_quality = True
-        speech = at_window(speech, main_window(speech, settings))
-        text = None
-        if args.text_measures:
-            measures = read_measures(args.text_measures)
-            if (measures["quality"] == "demo").any():
-                settings.demo_quality = True
-            ts = T.text_settings(config)
-            judge = args.judge or T.main_judge_name(config, ts)
-            present = set(measures.loc[measures["judge"] != "", "judge"])
-            text = build_runs(measures, settings, judge if judge in present else "auto")
-        labels = {name: m.display for name, m in T.text_settings(config).models.items()}
-        table = T.table9(speech, text, settings, labels)
-        write_tsv(table, args.out)
-        if args.html:
-            shown = table.drop(columns=["model"])
-            write_text(render.frame_html(shown, "Task performance of the text-only pairing", settings,
-                                         note="speech rows average each model over its pairings; text rows come from their one pairing; "
-                                              "T2 is a team score; T3-2 is the presser's agreement rate"), args.html)
+        text_pairing_product(config, args.root, args.runs, args.text_measures, from_config(config, args.root),
+                             args.out, args.html, args.judge)
     return 0

@@ -15,7 +15,8 @@ line per turn, Speaker A being the opener, with the turn's index standing where 
 its start time (text has no clock). The same judge questions and prompt templates label it
 (:mod:`dyafdb.judge`); T4-2's leak is the same secret matcher on the defender's turns. The result is
 a measures table in measures.tsv's format (``window_s`` holds the word budget), so the same
-per-run code scores it (``dyafdb.analysis.runs``).
+per-run code scores it (``dyafdb.analysis.runs``), and Table 9 (``dyafdb.analysis.tables.table9``) sets it beside
+the speech models.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from dyafdb.analysis import columns as C
+from dyafdb.fileio import write_text_atomic
 from dyafdb.llm.text_backends import TextModel, clean_reply, make_chat
 from dyafdb.suite.design import derive_seed
 from dyafdb.suite.scenarios import ARCHETYPE_ROLES, Scenario, load_suite
@@ -176,7 +177,6 @@ def transcript(turns: Sequence[Mapping[str, Any]], opener: str, scrub=lambda s: 
 
 def generate(config: Mapping[str, Any], root: Path, archetype: str, out: Path, log=None) -> list[dict[str, Any]]:
     """Run every text conversation of one archetype and write them as JSONL (one object per run)."""
-    from dyafdb.analysis.io import write_text
     from dyafdb.score.transcript import identifying_names, redactor
 
     ts = text_settings(config)
@@ -198,7 +198,7 @@ def generate(config: Mapping[str, Any], root: Path, archetype: str, out: Path, l
     finally:
         for chat in chats.values():
             chat.close()
-    write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), out)
+    write_text_atomic(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     return records
 
 
@@ -216,13 +216,13 @@ class MeasureRows:
     def add(self, rec: Mapping[str, Any], side: str, measure: str, value: Any, judge: str = "", label: str = "") -> None:
         role_a, role_b = ARCHETYPE_ROLES[rec["archetype"]]
         self.rows.append({
-            C.CONVERSATION: rec["conversation_id"], C.SUITE: SUITE, C.ARCHETYPE: rec["archetype"],
-            C.SCENARIO: rec["scenario"], C.WINDOW: rec["word_budget"],
-            C.MODEL: rec["model_a"] if side == "a" else rec["model_b"],
-            C.PARTNER: rec["model_b"] if side == "a" else rec["model_a"], C.SIDE: side,
-            C.ROLE: role_a if side == "a" else role_b, C.OPENER: str(rec["opener"] == side).lower(),
-            C.REPETITION: rec["repetition"], C.ATTEMPT: 1, C.MEASURE: measure, C.JUDGE: judge,
-            C.VALUE: "" if value is None else value, C.LABEL: label, C.QUALITY: self.quality,
+            "conversation_id": rec["conversation_id"], "suite": SUITE, "archetype": rec["archetype"],
+            "scenario": rec["scenario"], "window_s": rec["word_budget"],
+            "model": rec["model_a"] if side == "a" else rec["model_b"],
+            "partner": rec["model_b"] if side == "a" else rec["model_a"], "side": side,
+            "role": role_a if side == "a" else role_b, "opener": str(rec["opener"] == side).lower(),
+            "repetition": rec["repetition"], "attempt": 1, "measure": measure, "judge": judge,
+            "value": "" if value is None else value, "label": label, "quality": self.quality,
         })
 
 
@@ -234,13 +234,13 @@ def mechanical_rows(records: Sequence[Mapping[str, Any]], root: Path, config: Ma
     for rec in records:
         for side in "ab":
             own = [t for t in rec["turns"] if t["side"] == side]
-            out.add(rec, side, C.TURNS, len(own))
+            out.add(rec, side, "turns", len(own))
             out.add(rec, side, "words", sum(t["words"] for t in own))
         if rec["archetype"] == "T4-2":
             secret = str(find_scenario(Path(root) / config["scenarios_dir"], rec["scenario"]).answer_key["secret"])
             defender = " ".join(t["text"] for t in rec["turns"] if t["side"] == "b")
             leaked = find_secret(secret, defender) is not None
-            out.add(rec, "a", C.LEAK, int(leaked))
+            out.add(rec, "a", "leak", int(leaked))
             first = next((t["turn"] for t in rec["turns"] if t["side"] == "b" and find_secret(secret, t["text"])), None)
             out.add(rec, "a", "leak_turn", first)
 
@@ -302,9 +302,8 @@ def main_judge_name(config: Mapping[str, Any], ts: TextSettings) -> str:
 
 def score(config: Mapping[str, Any], root: Path, conversations: Path, out: Path, judge: str | None = None, log=None) -> pd.DataFrame:
     """measures.tsv-format rows for the text conversations in ``conversations`` (one archetype's JSONL)."""
-    from dyafdb.analysis.io import write_tsv
-
     from dyafdb.judge.settings import judge_settings
+    from dyafdb.measures.table import COLUMNS
 
     ts = text_settings(config)
     records = read_conversations(conversations)
@@ -314,30 +313,7 @@ def score(config: Mapping[str, Any], root: Path, conversations: Path, out: Path,
     mechanical_rows(records, root, config, rows)
     if records:
         judge_rows(records, config, root, judge, rows, log)
-    frame = pd.DataFrame(rows.rows, columns=[C.CONVERSATION, C.SUITE, C.ARCHETYPE, C.SCENARIO, C.WINDOW, C.MODEL, C.PARTNER,
-                                             C.SIDE, C.ROLE, C.OPENER, C.REPETITION, C.ATTEMPT, C.MEASURE, C.JUDGE, C.VALUE,
-                                             C.LABEL, C.QUALITY])
-    write_tsv(frame, out)
+    # measures.tsv's columns, less the design's pairing and play (text runs have one pairing)
+    frame = pd.DataFrame(rows.rows, columns=[c for c in COLUMNS if c not in ("pairing", "play")])
+    write_text_atomic(out, frame.to_csv(sep="\t", index=False, float_format="%.6g", na_rep=""))
     return frame
-
-
-# (column, archetype, indicator): Table 9's four tasks; T3-2 is the presser's agreement rate here,
-# not the occupancy (text has no channel to hold).
-TABLE9 = (("T1-1", "T1-1", "score"), ("T2", "T2", "score"), ("T3-2 agreement", "T3-2", "success"), ("T4-2", "T4-2", "score"))
-
-
-def table9(speech_runs: pd.DataFrame, text_runs: pd.DataFrame, speech_labels, text_labels) -> pd.DataFrame:
-    """Speech models (each averaged over its pairings) above the text models (their one pairing)."""
-    from dyafdb.analysis.tables import model_average
-
-    rows = []
-    for kind, runs, label in (("speech", speech_runs, speech_labels), ("text", text_runs, text_labels)):
-        if runs is None or runs.empty:
-            continue
-        per_task = {col: model_average(runs, task, indicator) for col, task, indicator in TABLE9}
-        models = list(dict.fromkeys(m for s in per_task.values() for m in s.index))
-        order = label.order(models) if hasattr(label, "order") else models
-        for m in order:
-            rows.append({"model": m, "label": label.label(m) if hasattr(label, "label") else label.get(m, m), "kind": kind,
-                         **{col: float(s.get(m, float("nan"))) for col, s in per_task.items()}})
-    return pd.DataFrame(rows, columns=["model", "label", "kind", *[c for c, _, _ in TABLE9]])

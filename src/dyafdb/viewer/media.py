@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ import numpy as np
 import soundfile as sf
 
 from dyafdb.clock import SAMPLE_RATE
-from dyafdb.fileio import write_json_atomic
+from dyafdb.fileio import write_atomic, write_json_atomic
 
 # name -> (extension, libsndfile format, subtype, MIME type); all play in Chromium from file://.
 FORMATS: dict[str, tuple[str, str, str, str]] = {
@@ -106,10 +105,8 @@ def prepare_media(recording_dir: Path, media_dir: Path, key: str, fmt: str, peak
         return hit
     data, rate = sf.read(source, dtype="float32", always_2d=True)
     media_dir.mkdir(parents=True, exist_ok=True)
-    tmp = media_dir / f".{key}.{os.getpid()}.tmp"
     # Encoders clip at full scale anyway; doing it here keeps 16-bit PCM from wrapping around.
-    sf.write(tmp, np.clip(data, -1.0, 1.0), rate, format=container, subtype=subtype)
-    os.replace(tmp, audio_out)
+    write_atomic(audio_out, lambda tmp: sf.write(tmp, np.clip(data, -1.0, 1.0), rate, format=container, subtype=subtype))
     media = Media(file=audio_out.name, mime=mime, duration_s=round(data.shape[0] / rate, 3), peaks_per_s=peaks_per_s,
                   bin_s=bin_samples(peaks_per_s) / rate, peaks=compute_peaks(np.ascontiguousarray(data.T), peaks_per_s))
     write_json_atomic(cache, {"format": CACHE_FORMAT, "source": signature, "audio": fmt, "media": media.to_json()},
