@@ -6,6 +6,10 @@ the analysis reads from it is defined here, so a rename upstream is one edit bel
 
 from __future__ import annotations
 
+from dyafdb.score.turntaking import METRICS as _TT_METRICS
+
+_TT_NAMES = tuple(m.name for m in _TT_METRICS)
+
 # --- columns of measures.tsv ------------------------------------------------------------------
 CONVERSATION = "conversation_id"
 SUITE = "suite"
@@ -24,19 +28,18 @@ JUDGE = "judge"
 VALUE = "value"
 LABEL = "label"  # the judge's answer as said (yes/partly/no, a candidate, a time), when the table keeps it
 QUALITY = "quality"  # "demo" for results of a demo-quality judge or config
+CHECK = "check"  # why a judge row failed a check (dyafdb.judge.checks); empty when it passed
 
 REQUIRED_COLUMNS = (CONVERSATION, ARCHETYPE, WINDOW, MODEL, PARTNER, SIDE, MEASURE, VALUE)
-OPTIONAL_COLUMNS = (SUITE, SCENARIO, ROLE, OPENER, REPETITION, ATTEMPT, JUDGE, LABEL, QUALITY)
+OPTIONAL_COLUMNS = (SUITE, SCENARIO, ROLE, OPENER, REPETITION, ATTEMPT, JUDGE, LABEL, QUALITY, CHECK)
 
 # --- measure names ------------------------------------------------------------------------------
 # mechanical (no judge): dyafdb.score.turntaking, dyafdb.score.tasks, dyafdb.record.garble
 OCCUPANCY = "occupancy"
 LEAK = "leak"  # on the attacker's row (side a)
 LEAK_TIME = "time_to_leak_s"
-TOR_PAUSE = "tor_pause"
-TOR_END = "tor_end"
-BACKCHANNEL = "backchannel"
-BARGE_IN = "barge_in"  # barge-in success rate
+# turn-taking: declared once in dyafdb.score.turntaking.METRICS (names, labels, denominators)
+TOR_PAUSE, TOR_END, BACKCHANNEL, BARGE_IN = _TT_NAMES
 TURNS = "turns"
 GARBLE_FAILED = "garble_failure"  # 1 on a side still garbled after the last attempt
 # judged (one value per judge): dyafdb.judge.rubric
@@ -79,8 +82,8 @@ JUDGE_LABEL_MEASURES = (
     ROLE_ADHERENCE, ROLE_ENTRY, ROLE_EXIT, FINAL_CHOICE, ASKED, AGREEMENT, LANDED_OPTION, LANDED_LINE,
     AGREED_PRICE,
 )
-TURN_TAKING = (TOR_PAUSE, TOR_END, BACKCHANNEL, BARGE_IN)
-TURN_TAKING_LABELS = {TOR_PAUSE: "TOR_pause", TOR_END: "TOR_end", BACKCHANNEL: "Backchannel", BARGE_IN: "Barge-in success"}
+TURN_TAKING = _TT_NAMES
+TURN_TAKING_LABELS = {m.name: m.label for m in _TT_METRICS}
 
 # --- archetypes -----------------------------------------------------------------------------------
 MAIN_TASKS = ("T1-1", "T1-2", "T2", "T3-1", "T3-2", "T4-1", "T4-2")
@@ -104,6 +107,9 @@ TEAM_TASKS = frozenset({"T2"})
 PINNED_SELF_PLAY = frozenset({"T3-1"})
 # Scored among decided runs only (with n), no-deal excluded (Appendix G).
 AMONG_DECIDED = frozenset({"T4-3", "T4-4"})
+# Each task's success, named once: the outcome the per-run ``success`` column holds, read under this
+# name by every table that shows it (action x success, game balance, time windows).
+SUCCESS_NAME = {"T2": "solved", "T3-2": "agreement", "T4-1": "won", "T4-2": "leak"}
 # What the bottom row of an asymmetric matrix averages: the opposing side per column.
 COLUMN_ROW_LABEL = {"T3-2": "avoider avg", "T4-2": "defender avg", "T4-3": "payer avg", "T4-4": "buyer avg"}
 SIDE_ROLES = {

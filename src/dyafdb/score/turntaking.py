@@ -70,6 +70,25 @@ from dyafdb.score.vad import Interval, frames_ceil, to_mask
 
 
 @dataclass(frozen=True)
+class Metric:
+    """A turn-taking measure as every later stage names it (measures.tsv, tables, figures, report)."""
+
+    name: str
+    label: str
+    denominator: str | None  # the measure holding its number of cases; None for a count
+
+
+# Declared once: measures.tsv's names, the analysis tables, figure panels and report titles derive from this.
+METRICS = (
+    Metric("tor_pause", "TOR_pause", "tor_pause_n"),
+    Metric("tor_end", "TOR_end", "tor_end_n"),
+    Metric("backchannel", "Backchannel", None),
+    Metric("barge_in", "Barge-in success", "barge_in_n"),
+)
+TOR_PAUSE, TOR_END, BACKCHANNEL, BARGE_IN = (m.name for m in METRICS)
+
+
+@dataclass(frozen=True)
 class TurnTakingParams:
     pause_s: float = schema_default("config-turntaking", "pause_s")
     min_speech_s: float = schema_default("config-turntaking", "min_speech_s")
@@ -110,13 +129,13 @@ class SideTurnTaking:
         resolved = self.yielded
         wins = sum(1 for b in resolved if b["outcome"] == "partner_yielded")
         return {
-            "tor_pause": _rate(len(self.pauses_cut), len(self.pauses)),
-            "tor_pause_n": len(self.pauses),
-            "tor_end": _rate(len(self.turn_ends_taken), len(self.turn_ends)),
-            "tor_end_n": len(self.turn_ends),
-            "backchannel": len(self.backchannels),
-            "barge_in": _rate(wins, len(resolved)),
-            "barge_in_n": len(resolved),
+            TOR_PAUSE: _rate(len(self.pauses_cut), len(self.pauses)),
+            f"{TOR_PAUSE}_n": len(self.pauses),
+            TOR_END: _rate(len(self.turn_ends_taken), len(self.turn_ends)),
+            f"{TOR_END}_n": len(self.turn_ends),
+            BACKCHANNEL: len(self.backchannels),
+            BARGE_IN: _rate(wins, len(resolved)),
+            f"{BARGE_IN}_n": len(resolved),
             "turns": self.turns,
             "speech_s": round(self.speech_frames * FRAME_SECONDS, 2),
             "exclusive_s": round(self.exclusive_frames * FRAME_SECONDS, 2),
