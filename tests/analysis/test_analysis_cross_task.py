@@ -22,7 +22,8 @@ def test_action_success_split_per_pairing_and_model():
     t = action_success_table(runs, settings()).set_index(["task", "model", "partner"])
     assert t.loc[("T3-2", "x", "y"), "p_action"] == 0.75
     assert t.loc[("T3-2", "x", "y"), "p_success_given_action"] == pytest.approx(1 / 3)
-    assert t.loc[("T3-2", "x", "y"), "p_success"] == 0.25
+    assert t.loc[("T3-2", "x", "y"), "p_action_and_success"] == 0.25
+    assert "p_success" not in t.columns  # the joint rate is named for what it is
     avg = t.loc[("T3-2", "x", "avg")]
     assert avg["p_action"] == pytest.approx((0.75 + 0.5) / 2)
     assert avg["p_success_given_action"] == pytest.approx((1 / 3 + 1.0) / 2)
@@ -73,5 +74,43 @@ def test_balance_by_hand_and_the_advantaged_side():
     assert game.loc["T4-4", "deal_rate"] == pytest.approx(2 / 3)
     per = t[(t["game"] == "T4-2") & (t["row"] != "game")].set_index(["row", "model"])
     assert per.loc[("as_side_a", "y"), "value"] == pytest.approx(0.25)  # y attacking: cells .5 and 0
-    assert per.loc[("as_side_b", "x"), "value"] == pytest.approx(1 - 0.25)  # x defending: leaks .5 and 0 against it
+    # x defending: leaks .5 and 0 against it; value is side a's share on every row, as the title says
+    assert per.loc[("as_side_b", "x"), "value"] == pytest.approx(0.25)
+    assert per.loc[("as_side_b", "x"), "model_share"] == pytest.approx(1 - 0.25)
     assert game.loc["T4-2", "model_spread"] == pytest.approx(0.25)
+
+
+def test_t3_2_success_is_one_number_in_every_table():
+    # An invalid agreement answer (empty) is left out everywhere, never counted as a failure; a
+    # grant the judge saw without the ask still counts as success.
+    convs = [conv("s1", "T3-2", "x", "y", a={"asked": 1, "agreement": 1, "occupancy": 0.5}),
+             conv("s2", "T3-2", "x", "y", a={"asked": 1, "agreement": ("", "invalid"), "occupancy": 0.5}),
+             conv("s3", "T3-2", "x", "y", a={"asked": 0, "agreement": 1, "occupancy": 0.5}),
+             conv("s4", "T3-2", "x", "y", a={"asked": 1, "agreement": 0, "occupancy": 0.5})]
+    runs = build_runs(frame(*convs), settings(models=("x", "y")))
+    acts = action_success_table(runs, settings(models=("x", "y"))).set_index(["task", "model", "partner"])
+    game = balance_table(runs, settings(models=("x", "y"))).set_index(["game", "row", "model"])
+    rate = acts.loc[("T3-2", "x", "y"), "success_rate"]
+    assert rate == pytest.approx(2 / 3)
+    assert game.loc[("T3-2", "game", "all"), "value"] == pytest.approx(rate)
+    assert acts.loc[("T3-2", "x", "y"), "p_action_and_success"] == pytest.approx(1 / 3)
+    assert acts.loc[("T3-2", "x", "y"), "p_success_given_action"] == pytest.approx(1 / 2)
+    # one name for the outcome in both tables
+    assert acts.loc[("T3-2", "x", "y"), "success"] == game.loc[("T3-2", "game", "all"), "outcome"] == "agreement"
+
+
+def test_figure_6_draws_the_balance_table_as_it_is():
+    from dyafdb.analysis.figures import balance_points
+
+    convs = []
+    for (ma, mb), leaks in {("x", "y"): [0, 0], ("y", "x"): [1, 0]}.items():
+        for i, leak in enumerate(leaks):
+            convs.append(conv(f"{ma}{mb}{i}", "T4-2", ma, mb, a={"leak": leak}))
+    s = settings(models=("x", "y"))
+    t = balance_table(build_runs(frame(*convs), s), s)
+    points = balance_points(t, "T4-2", s).set_index("label")["value"]
+    rows = t[t["game"] == "T4-2"]
+    for _, r in rows[rows["row"] != "game"].iterrows():
+        role = r["side_a"] if r["row"] == "as_side_a" else r["side_b"]
+        assert points[f"{r['model']} as {role}"] == pytest.approx(r["value"])
+    assert points["x as defender"] == pytest.approx(0.5)  # y leaked once in two against x

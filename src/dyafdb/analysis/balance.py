@@ -7,6 +7,11 @@ Each game's outcome is read as side a's share of wins:
 - T4-3: the claimant's line was landed, among runs that closed a deal;
 - T4-4: the seller's share of the opening gap, among runs that settled a price.
 
+Every row's ``value`` is side a's share, as the title says and Figure 6 draws it: the ``as_side_b``
+rows too (side a's share when this model sits on side b); ``model_share`` beside it is the model's
+own side's share (1 - value on those rows). ``outcome`` names the measure, the same name the
+action x success table and the windows use.
+
 The game's balance is the mean over every pairing cell (each ordered pairing weighted equally,
 self-play included). Rule for ``advantaged``: side a's role when the whole interval lies above
 0.50, side b's when it lies below, otherwise "neither". ``model_spread`` (max - min of the models'
@@ -23,9 +28,11 @@ from dyafdb.analysis import bootstrap
 from dyafdb.analysis import columns as C
 from dyafdb.analysis.settings import Settings
 
+# per-run column read, and the outcome's name as every table shows it
 OUTCOME = {"T3-2": "success", "T4-2": "score", "T4-3": "score", "T4-4": "score"}
-COLUMNS = ["game", "row", "model", "side_a", "side_b", "value", "lower", "upper", "runs", "deal_rate",
-           "advantaged", "role_advantage", "model_spread"]
+OUTCOME_NAME = {"T3-2": C.SUCCESS_NAME["T3-2"], "T4-2": C.SUCCESS_NAME["T4-2"], "T4-3": "claimant_won", "T4-4": C.PRICE_SHARE}
+COLUMNS = ["game", "outcome", "row", "model", "side_a", "side_b", "value", "lower", "upper", "model_share", "runs",
+           "deal_rate", "advantaged", "role_advantage", "model_spread"]
 
 
 def balance_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
@@ -49,14 +56,13 @@ def balance_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
             reps = [chunk for chunk in bootstrap.resampled_cell_means(values, codes, len(keys), settings.bootstrap, rng)]
         boot = np.concatenate(reps) if reps else None
 
-        def stat(idx: np.ndarray, complement: bool = False):
+        def stat(idx: np.ndarray):
             if len(idx) == 0:
                 return np.nan, np.nan, np.nan
-            f = (lambda x: 1.0 - x) if complement else (lambda x: x)
-            point = float(f(means[idx].mean()))
+            point = float(means[idx].mean())
             if boot is None:
                 return point, np.nan, np.nan
-            lo, hi = bootstrap.interval(f(boot[:, idx].mean(axis=1)), settings.ci)
+            lo, hi = bootstrap.interval(boot[:, idx].mean(axis=1), settings.ci)
             return point, float(lo), float(hi)
 
         value, lo, hi = stat(np.arange(len(keys)))
@@ -70,15 +76,16 @@ def balance_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
             advantaged = "neither"
         side_a_avgs = [means[idx].mean() for idx in as_a.values() if len(idx)]
         deal = g["decided"].mean() if game in C.AMONG_DECIDED and g["decided"].notna().any() else np.nan
-        rows.append({"game": game, "row": "game", "model": "all", "side_a": role_a, "side_b": role_b, "value": value,
-                     "lower": lo, "upper": hi, "runs": len(sub), "deal_rate": deal, "advantaged": advantaged,
+        rows.append({"game": game, "outcome": OUTCOME_NAME[game], "row": "game", "model": "all", "side_a": role_a,
+                     "side_b": role_b, "value": value, "lower": lo, "upper": hi, "model_share": np.nan, "runs": len(sub), "deal_rate": deal, "advantaged": advantaged,
                      "role_advantage": abs(value - 0.5),
                      "model_spread": float(np.max(side_a_avgs) - np.min(side_a_avgs)) if side_a_avgs else np.nan})
         for m in models:
-            for kind, idx, complement in (("as_side_a", as_a[m], False), ("as_side_b", as_b[m], True)):
-                v, l, h = stat(idx, complement)
+            for kind, idx in (("as_side_a", as_a[m]), ("as_side_b", as_b[m])):
+                v, l, h = stat(idx)
                 n = int(np.isin(codes, idx).sum()) if len(idx) else 0
-                rows.append({"game": game, "row": kind, "model": m, "side_a": role_a, "side_b": role_b,
-                             "value": v, "lower": l, "upper": h, "runs": n, "deal_rate": np.nan,
+                rows.append({"game": game, "outcome": OUTCOME_NAME[game], "row": kind, "model": m, "side_a": role_a,
+                             "side_b": role_b, "value": v, "lower": l, "upper": h,
+                             "model_share": v if kind == "as_side_a" else 1.0 - v, "runs": n, "deal_rate": np.nan,
                              "advantaged": "", "role_advantage": np.nan, "model_spread": np.nan})
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -220,34 +220,34 @@ def windows_figure(table: pd.DataFrame, settings: Settings):
     return fig
 
 
+def balance_points(table: pd.DataFrame, game: str, settings: Settings) -> pd.DataFrame:
+    """What Figure 6 draws for one game: the table's rows as they are (every value is side a's share)."""
+    s = table[table["game"] == game]
+    overall = s[s["row"] == "game"].iloc[0]
+    rows = [("all pairings", overall["value"], overall["lower"], overall["upper"], "#333")]
+    for kind, color, role in (("as_side_a", "#1f77b4", overall["side_a"]), ("as_side_b", "#ff7f0e", overall["side_b"])):
+        for _, r in s[s["row"] == kind].iterrows():
+            rows.append((f"{settings.label(r['model'])} as {role}", r["value"], r["lower"], r["upper"], color))
+    return pd.DataFrame(rows, columns=["label", "value", "lower", "upper", "color"])
+
+
 def balance_figure(table: pd.DataFrame, settings: Settings):
     """Figure 6: side a's share of wins per game, overall and per model on each side."""
     _style()
     if table.empty:
-        return _empty("no asymmetric games recorded")
+        return _empty("no asymmetric game in this config")
     games = list(dict.fromkeys(table["game"]))
     fig, axes = plt.subplots(1, len(games), figsize=(3.0 * len(games), 3.2), squeeze=False, sharey=False)
     for ax, game in zip(axes[0], games):
-        s = table[table["game"] == game]
-        overall = s[s["row"] == "game"].iloc[0]
-        labels, values, lows, highs, colors = [], [], [], [], []
-        labels.append("all pairings")
-        values.append(overall["value"]); lows.append(overall["lower"]); highs.append(overall["upper"]); colors.append("#333")
-        for kind, color, role in (("as_side_a", "#1f77b4", overall["side_a"]), ("as_side_b", "#ff7f0e", overall["side_b"])):
-            for _, r in s[s["row"] == kind].iterrows():
-                labels.append(f"{settings.label(r['model'])} as {role}")
-                # both sides are drawn as side a's share so one axis reads the whole game
-                share = 1.0 - r["value"] if kind == "as_side_b" else r["value"]
-                lo = 1.0 - r["upper"] if kind == "as_side_b" else r["lower"]
-                hi = 1.0 - r["lower"] if kind == "as_side_b" else r["upper"]
-                values.append(share); lows.append(lo); highs.append(hi); colors.append(color)
-        y = np.arange(len(labels))[::-1]
-        v = np.asarray(values, float)
-        err = np.nan_to_num(np.vstack([v - np.asarray(lows, float), np.asarray(highs, float) - v]).clip(min=0))
-        for yi, vi, e0, e1, col in zip(y, v, err[0], err[1], colors):
+        overall = table[(table["game"] == game) & (table["row"] == "game")].iloc[0]
+        points = balance_points(table, game, settings)
+        y = np.arange(len(points))[::-1]
+        v = points["value"].to_numpy(float)
+        err = np.nan_to_num(np.vstack([v - points["lower"].to_numpy(float), points["upper"].to_numpy(float) - v]).clip(min=0))
+        for yi, vi, e0, e1, col in zip(y, v, err[0], err[1], points["color"]):
             ax.errorbar(vi, yi, xerr=[[e0], [e1]], fmt="o", color=col, ms=4, capsize=2)
         ax.axvline(0.5, color="#999", lw=0.8, ls="--")
-        ax.set_yticks(y, labels, fontsize=7)
+        ax.set_yticks(y, list(points["label"]), fontsize=7)
         ax.set_xlim(0, 1)
         ax.set_xlabel(f"{overall['side_a']}'s share of wins")
         ax.set_title(f"{game}: favours {overall['advantaged']}", fontsize=8)

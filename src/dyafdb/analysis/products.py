@@ -146,7 +146,8 @@ def action_success_product(runs: pd.DataFrame, settings: Settings, out: Path, ht
     table = action_success_table(_main(runs, settings), settings)
     write_tsv(table, out)
     if html:
-        shown = table[table["partner"] == "avg"][["task", "model", "action", "p_action", "p_success_given_action", "p_success", "runs"]].copy()
+        shown = table[table["partner"] == "avg"][["task", "model", "action", "success", "p_action", "p_success_given_action",
+                                                  "p_action_and_success", "success_rate", "runs"]].copy()
         shown["model"] = shown["model"].map(settings.label)
         write_text_atomic(html, render.frame_html(shown, "Action x success (per model, averaged over pairings)", settings))
     return table
@@ -194,8 +195,16 @@ def agreement_product(measures_paths: list[Path], settings: Settings, out: Path,
     table = agreement_table(measures, settings, main, second, window, human or settings.human_labels)
     write_tsv(table, out)
     if html:
+        from dyafdb.analysis.judge_checks import judge_checks_table
+
         note = "" if second else "only one judge labelled these runs: nothing to compare between judges"
-        write_text_atomic(html, render.frame_html(table, "Judge agreement", settings, note=note))
+        checks = judge_checks_table(measures)
+        checks_note = ("failed checks void the answer (it counts as none); contradictions are flagged and kept; "
+                       "the viewer withholds both and says why")
+        body = (render.frame_body(checks, "Judge checks: label spread and failed checks per judge and question",
+                                  note=checks_note if len(checks) else "no judge answers in these measures")
+                + render.frame_body(table, "Judge agreement", note=note))
+        write_text_atomic(html, render.page("Judge agreement and checks", body, settings))
     return table
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import html
-import math
 from typing import Callable
 
-import numpy as np
 import pandas as pd
 
+from dyafdb.analysis.numbers import fmt  # noqa: F401  (re-exported: render.fmt)
 from dyafdb.analysis.settings import Settings
 from dyafdb.analysis.tables import AVG, Matrix
 
@@ -26,23 +25,6 @@ caption{caption-side:top;text-align:left;font-weight:600;margin-bottom:.4em}
 p.note{color:#555;font-size:.9em}
 """
 DEMO_BANNER = "Demo quality: embedded CPU agents and a local judge; these numbers illustrate the pipeline, not the models."
-
-
-def fmt(value, digits: int = 2) -> str:
-    """Paper style: .51 for proportions, other numbers as they are; '-' where there is nothing."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else "no"
-    v = float(value)
-    if round(v, digits) == 0:
-        v = 0.0  # no "-.00"
-    if abs(v) < 1 and digits:
-        text = f"{v:.{digits}f}"
-        return text.replace("0.", ".", 1) if v >= 0 else text.replace("-0.", "-.", 1)
-    return f"{v:.{digits}f}" if v != int(v) else f"{int(v)}"
 
 
 def page(title: str, body: str, settings: Settings | None = None) -> str:
@@ -77,8 +59,8 @@ def matrix_html(matrix: Matrix, settings: Settings, show_n: bool = False) -> str
     return page(matrix.title, table, settings)
 
 
-def frame_html(frame: pd.DataFrame, title: str, settings: Settings | None = None, note: str = "",
-               formatters: dict[str, Callable] | None = None) -> str:
+def frame_body(frame: pd.DataFrame, title: str, note: str = "", formatters: dict[str, Callable] | None = None) -> str:
+    """One table with its caption and note, as an HTML fragment."""
     formatters = formatters or {}
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     body = []
@@ -89,5 +71,9 @@ def frame_html(frame: pd.DataFrame, title: str, settings: Settings | None = None
             cells.append(f"<td>{html.escape(f(row[c]))}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
     note_html = f"<p class='note'>{html.escape(note)}</p>" if note else ""
-    table = f"<table><caption>{html.escape(title)}</caption><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{note_html}"
-    return page(title, table, settings)
+    return f"<table><caption>{html.escape(title)}</caption><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{note_html}"
+
+
+def frame_html(frame: pd.DataFrame, title: str, settings: Settings | None = None, note: str = "",
+               formatters: dict[str, Callable] | None = None) -> str:
+    return page(title, frame_body(frame, title, note, formatters), settings)

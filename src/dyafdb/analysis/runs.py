@@ -95,6 +95,9 @@ def widen(measures: pd.DataFrame, judge: str | None) -> pd.DataFrame:
     # Only for measures whose label is the answer itself (a time, a candidate): a derived row such as
     # gap_share carries the price as its label, which must not stand in for the share.
     label = m[C.LABEL].where(~m[C.LABEL].str.lower().isin(["invalid"]) & m[C.MEASURE].isin(C.JUDGE_LABEL_MEASURES), "")
+    # An answer voided by a judge check (a choice the transcript never names) counts as "none"; its raw
+    # label stays in measures.tsv, beside the reason.
+    label = label.where((m[C.CHECK] == "") | (m[C.VALUE] != "") | (label == ""), "none")
     cell = m[C.VALUE].where(m[C.VALUE] != "", label)
     values = (m.assign(**{C.VALUE: cell}).drop_duplicates([C.CONVERSATION, C.SIDE, C.MEASURE], keep="last")
                .set_index([C.CONVERSATION, C.SIDE, C.MEASURE])[C.VALUE].unstack(C.MEASURE))

@@ -12,6 +12,10 @@ detector report them):
 
 Curves are reported as the cumulative share of runs with the event by time t (1 - S(t)). The
 median is the first time that share reaches one half, or "n.r." when it does not within the window.
+One rule for every row and its interval (:func:`first_reaching`): a curve that touches exactly one
+half reaches it there. The survival product is computed in floating point, so "exactly" allows
+1e-9; lifelines' own median asks for strictly below one half, which made the same point the median
+of a pooled row and not of a per-partner row.
 """
 
 from __future__ import annotations
@@ -23,10 +27,19 @@ import numpy as np
 import pandas as pd
 
 from dyafdb.analysis import columns as C
+from dyafdb.analysis.numbers import fmt
 from dyafdb.analysis.settings import Settings
 
 NOT_REACHED = "n.r."
 ALL = "*"
+HALF_TOLERANCE = 1e-9
+
+
+def first_reaching(times: np.ndarray, survival: np.ndarray, q: float = 0.5) -> float:
+    """The first time ``survival`` is at or below ``q`` (within HALF_TOLERANCE); inf when never."""
+    times, survival = np.asarray(times, float), np.asarray(survival, float)
+    hit = np.flatnonzero(survival <= q + HALF_TOLERANCE)
+    return float(times[hit[0]]) if len(hit) else math.inf
 
 
 def _event_frames(runs: pd.DataFrame, settings: Settings) -> dict[str, pd.DataFrame]:
@@ -74,19 +87,19 @@ def _groups(frame: pd.DataFrame, event: str, settings: Settings):
 def kaplan_meier(times: np.ndarray, events: np.ndarray, window: float, ci: float):
     """(summary dict, curve frame) for one group."""
     from lifelines import KaplanMeierFitter
-    from lifelines.utils import median_survival_times
 
     kmf = KaplanMeierFitter(alpha=1.0 - ci)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         kmf.fit(np.asarray(times, float), event_observed=np.asarray(events, bool))
-    median = float(kmf.median_survival_time_)
-    reached = math.isfinite(median) and median <= window
-    ci_frame = kmf.confidence_interval_survival_function_
-    lo_hi = median_survival_times(ci_frame)
-    med_lo = float(np.asarray(lo_hi)[0][0]) if np.size(lo_hi) else np.nan
-    med_hi = float(np.asarray(lo_hi)[0][1]) if np.size(lo_hi) > 1 else np.nan
     surv = kmf.survival_function_.iloc[:, 0]
+    ci_frame = kmf.confidence_interval_survival_function_
+    grid = surv.index.to_numpy(float)
+    median = first_reaching(grid, surv.to_numpy(float))
+    reached = math.isfinite(median) and median <= window
+    # the median's interval by the same rule: where the lower and the upper survival band reach one half
+    med_lo = first_reaching(ci_frame.index.to_numpy(float), ci_frame.iloc[:, 0].to_numpy(float))
+    med_hi = first_reaching(ci_frame.index.to_numpy(float), ci_frame.iloc[:, 1].to_numpy(float))
     by_window = 1.0 - float(kmf.survival_function_at_times(window).iloc[0])
     curve = pd.DataFrame({
         "time": surv.index.to_numpy(float),
@@ -97,7 +110,7 @@ def kaplan_meier(times: np.ndarray, events: np.ndarray, window: float, ci: float
     summary = {
         "n": int(len(times)), "events": int(np.sum(events)),
         "median_s": median if reached else np.nan,
-        "median": f"{median:.1f}" if reached else NOT_REACHED,
+        "median": fmt(median) if reached else NOT_REACHED,
         "median_lower_s": med_lo if math.isfinite(med_lo) else np.nan,
         "median_upper_s": med_hi if math.isfinite(med_hi) and med_hi <= window else np.nan,
         "share_by_window": by_window,

@@ -5,7 +5,9 @@ Columns: conversation_id, suite, archetype, scenario, pairing, play, window_s, m
 model), partner (the other side's), side, role, opener (true if this side opened), repetition,
 attempt (the accepted recording attempt), measure, judge (empty for mechanical measures), value
 (number; empty when undefined or invalid), label (the judge's label; for mechanical rows empty),
-quality (``demo`` for results of a demo-quality judge or a ``demo_quality`` config, else empty).
+quality (``demo`` for results of a demo-quality judge or a ``demo_quality`` config, else empty),
+check (empty, or why a judge row failed a check of :mod:`dyafdb.judge.checks`: the value is then
+voided or flagged as a contradiction, the judge's raw label kept).
 
 Which rows exist:
 
@@ -31,8 +33,10 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from dyafdb.suite.design import Conversation
+from dyafdb.suite.scenarios import find_scenario
 from dyafdb.fileio import write_text_atomic
 from dyafdb.record.garble import failed_sides, read_garble
+from dyafdb.judge.checks import check_conversation
 from dyafdb.judge.rubric import judge_plan
 from dyafdb.judge.runner import judge_output_path
 from dyafdb.judge.settings import judge_settings
@@ -41,7 +45,9 @@ from dyafdb.errors import InputError
 from dyafdb.score.conversation import conversation_paths, read_measures
 
 COLUMNS = ["conversation_id", "suite", "archetype", "scenario", "pairing", "play", "window_s", "model", "partner",
-           "side", "role", "opener", "repetition", "attempt", "measure", "judge", "value", "label", "quality"]
+           "side", "role", "opener", "repetition", "attempt", "measure", "judge", "value", "label", "quality", "check"]
+# mechanical tables written before the check column existed are still read (their rows have none)
+_COLUMNS_BEFORE_CHECKS = COLUMNS[:-1]
 KEEP_GARBLED = ("T3-1", "T3-2")
 
 
@@ -92,18 +98,21 @@ def table_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversatio
                 base = _side_columns(row, side, attempt)
                 for measure, value in doc["values"][side].items():
                     yield {**base, "measure": measure, "judge": "", "value": format_value(value), "label": "",
-                           "quality": "demo" if demo_config else ""}
+                           "quality": "demo" if demo_config else "", "check": ""}
         for side in (garble or {}).get("checked_sides", []):
             yield {**_side_columns(row, side, attempt), "measure": "garble_failure", "judge": "",
-                   "value": format_value(int(side in failed)), "label": "", "quality": "demo" if demo_config else ""}
+                   "value": format_value(int(side in failed)), "label": "", "quality": "demo" if demo_config else "",
+                   "check": ""}
     if with_judge:
         yield from _judge_rows(config, root, rows, kept)
 
 
 def _judge_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation],
                 kept: Mapping[str, tuple[Conversation, int]]) -> Iterator[dict[str, Any]]:
-    """Judge rows of the kept conversations (those with mechanical rows), for every judge the config runs."""
+    """Judge rows of the kept conversations (those with mechanical rows), for every judge the config
+    runs, after the judge checks (:mod:`dyafdb.judge.checks`) of each conversation's answers."""
     demo_config = bool(config.get("demo_quality", False))
+    records: dict[str, list[dict[str, Any]]] = {}
     for judge, path in judge_files(config, root, rows):
         if not path.exists():
             raise InputError(f"{path}: judge results not found; run `dyafdb judge --judge {judge}` "
@@ -115,11 +124,20 @@ def _judge_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversati
                 rec = json.loads(line)
                 if rec["conversation_id"] not in kept:
                     continue  # not in this design, or a garbled failure outside T3
-                row, attempt = kept[rec["conversation_id"]]
-                quality = "demo" if (rec.get("demo_quality") or demo_config) else ""
-                for r in rec["rows"]:
-                    yield {**_side_columns(row, r["side"], attempt), "measure": r["measure"], "judge": judge,
-                           "value": format_value(r["value"]), "label": r.get("label") or "", "quality": quality}
+                records.setdefault(rec["conversation_id"], []).append({**rec, "judge": judge})
+    scenarios: dict[str, Any] = {}
+    for cid in sorted(records):
+        row, attempt = kept[cid]
+        if row.scenario not in scenarios:
+            scenarios[row.scenario] = find_scenario(Path(root) / config["scenarios_dir"], row.scenario)
+        transcript = conversation_paths(config, root, cid).transcript_txt
+        text = transcript.read_text(encoding="utf-8") if transcript.exists() else ""
+        for rec in check_conversation(records[cid], scenarios[row.scenario].answer_key, text):
+            quality = "demo" if (rec.get("demo_quality") or demo_config) else ""
+            for r in rec["rows"]:
+                yield {**_side_columns(row, r["side"], attempt), "measure": r["measure"], "judge": rec["judge"],
+                       "value": format_value(r["value"]), "label": r.get("label") or "", "quality": quality,
+                       "check": r.get("check") or ""}
 
 
 def combined_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation], mechanical: Sequence[Path],
@@ -137,7 +155,7 @@ def combined_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversa
                              f"{Path(path).stem} --no-judge --out {path}`") from None
         with fh:
             reader = csv.DictReader(fh, delimiter="\t")
-            if reader.fieldnames != COLUMNS:
+            if reader.fieldnames not in (COLUMNS, _COLUMNS_BEFORE_CHECKS):
                 raise InputError(f"{path}: columns {reader.fieldnames} are not those of a measures table ({COLUMNS}); "
                                  "rebuild it with `dyafdb measures --no-judge`")
             for rec in reader:
@@ -146,7 +164,7 @@ def combined_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversa
                     continue  # left over from an earlier design
                 if rec["measure"] != "garble_failure":
                     kept[cid] = (by_id[cid], int(rec["attempt"]))
-                yield rec
+                yield {**rec, "check": rec.get("check") or ""}
     if with_judge:
         yield from _judge_rows(config, root, rows, kept)
 
