@@ -20,14 +20,17 @@ transcribed in full. Choices the paper leaves open:
 * The text of the first pass is the side's tokens stamped before 30 s; its audio the first 30 s.
 
 A flagged run is recorded again with the next attempt number (new seeds, derived from id and
-attempt) until one passes or ``max_attempts`` (5) recordings were made. The accepted attempt is the
-recording in ``results/recordings/<id>/``, and everything downstream reads it. A run still flagged
-after the last attempt stays there, marked ``status: failed``: the measures table keeps it only
+attempt) until one passes or ``max_attempts`` (5) recordings were made. All attempts are made in a
+hidden staging folder that replaces the recording in one step once the verdict is known, so the
+verdict and the audio it judges are never apart (a kill keeps the previous recording whole).
+The accepted attempt is the recording in ``results/recordings/<id>/``, and everything downstream
+reads it. A run still flagged after the last attempt stays there, marked ``status: failed``: the measures table keeps it only
 for T3 (occupancy is defined on any audio) and records it as a failure elsewhere. Rejected
 attempts are moved to ``<id>/rejected/attempt-<n>/`` for audit (``keep_rejected``).
 
 Everything lands in ``results/recordings/<id>/garble.json`` (written for every recording, with
-``status: not_checked`` when no side's model is marked, so it can be a declared rule output).
+``status: not_checked`` when no side's model is marked, so it can be a declared rule output), and
+the verdict (status, checked and failed sides, accepted attempt) also in meta.json's ``garble``.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from dyafdb.clock import FRAME_SAMPLES, SAMPLE_RATE, frames_ceil
 from dyafdb.suite.design import Conversation
 from dyafdb.fileio import read_json, write_json_atomic
 from dyafdb.polyphase import resample
-from dyafdb.record.recording import FILES, Recording, read_recording
+from dyafdb.record.recording import FILES, Recording, publish, read_meta, read_recording, staging_dir, write_meta
 from dyafdb.errors import InputError
 from dyafdb.record.tokens import join_tokens
 
@@ -194,58 +197,75 @@ def garble_params(config: Mapping[str, Any], row: Conversation) -> str:
     return json.dumps(config.get("garble") or {}, sort_keys=True)
 
 
-def _set_aside(out_dir: Path, attempt: int) -> None:
-    """Move a rejected attempt out of the way; meta.json first, so the folder is never half valid."""
-    dest = out_dir / "rejected" / f"attempt-{attempt}"
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    for name in ("meta.json", *[f for f in FILES if f != "meta.json"]):
-        if (out_dir / name).exists():
-            (out_dir / name).replace(dest / name)
-
-
 def record_checked(config: Mapping[str, Any], row: Conversation, out_dir: Path, pool: Any, root: Path = Path("."),
                    transcriber: Transcriber | None = None,
                    record: Callable[..., dict[str, Any]] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Record ``row``, run the watcher on its marked sides, re-record while flagged; write garble.json."""
+    """Record ``row``, run the watcher on its marked sides, re-record while flagged; write garble.json.
+
+    Every attempt, the verdict and the rejected attempts are built in a staging folder that replaces
+    ``out_dir`` in one step once the verdict is known (:func:`dyafdb.record.recording.publish`), so a
+    kill during the Whisper check or a failed re-record leaves the previous recording, verdict
+    included, as it was. meta.json carries the verdict too (``garble``), so it survives a lost
+    garble.json and scoring can tell a checked recording from an unchecked one.
+    """
     from dyafdb.record.conversation import record_conversation
 
     record = record or record_conversation
     settings = GarbleSettings.from_config(config)
     out_dir = Path(out_dir)
     sides = checked_sides(config, row)
-    (out_dir / "garble.json").unlink(missing_ok=True)
-    shutil.rmtree(out_dir / "rejected", ignore_errors=True)  # leftovers of an earlier, interrupted job
-    attempts: list[dict[str, Any]] = []
-    attempt = row.attempt
-    while True:
-        meta = record(config, row, out_dir, pool, root, attempt=attempt)
-        if not sides:
-            break
-        if transcriber is None:
-            transcriber = load_transcriber(settings)
-        rec = read_recording(out_dir)
-        results = {side: check_side(rec, side, settings, transcriber) for side in sides}
-        flagged = any(r["flagged"] for r in results.values())
-        attempts.append({"attempt": attempt, "seeds": meta.get("seeds"), "flagged": flagged, "sides": results})
-        if not flagged or attempt - row.attempt + 1 >= settings.max_attempts:
-            break
-        if settings.keep_rejected:
-            _set_aside(out_dir, attempt)
-        attempt += 1
-    status = "not_checked" if not sides else ("failed" if attempts[-1]["flagged"] else "ok")
-    doc = {
-        "format": FORMAT,
-        "conversation_id": row.conversation_id,
-        "checked_sides": sides,
-        "settings": {**asdict(settings), "model": str(settings.model_path()) if sides else settings.model},
-        "attempts": attempts,
-        "accepted_attempt": attempt,
-        "status": status,
-    }
-    write_json_atomic(out_dir / "garble.json", doc)
+    staged = staging_dir(out_dir)
+    try:
+        attempts: list[dict[str, Any]] = []
+        attempt = row.attempt
+        while True:
+            attempt_dir = staged / "attempts" / f"attempt-{attempt}"
+            meta = record(config, row, attempt_dir, pool, root, attempt=attempt)
+            if not sides:
+                break
+            if transcriber is None:
+                transcriber = load_transcriber(settings)
+            rec = read_recording(attempt_dir)
+            results = {side: check_side(rec, side, settings, transcriber) for side in sides}
+            flagged = any(r["flagged"] for r in results.values())
+            attempts.append({"attempt": attempt, "seeds": meta.get("seeds"), "flagged": flagged, "sides": results})
+            if not flagged or attempt - row.attempt + 1 >= settings.max_attempts:
+                break
+            attempt += 1
+        status = "not_checked" if not sides else ("failed" if attempts[-1]["flagged"] else "ok")
+        doc = {
+            "format": FORMAT,
+            "conversation_id": row.conversation_id,
+            "checked_sides": sides,
+            "settings": {**asdict(settings), "model": str(settings.model_path()) if sides else settings.model},
+            "attempts": attempts,
+            "accepted_attempt": attempt,
+            "status": status,
+        }
+        accepted = staged / "attempts" / f"attempt-{attempt}"
+        accepted_meta = read_meta(accepted)
+        for name in FILES:
+            if name != "meta.json":
+                (accepted / name).replace(staged / name)
+        for earlier in range(row.attempt, attempt):
+            if settings.keep_rejected:
+                (staged / "rejected").mkdir(exist_ok=True)
+                (staged / "attempts" / f"attempt-{earlier}").replace(staged / "rejected" / f"attempt-{earlier}")
+        shutil.rmtree(staged / "attempts")
+        write_json_atomic(staged / "garble.json", doc)
+        meta = write_meta(staged, {**accepted_meta, "garble": verdict(doc)})
+        publish(staged, out_dir)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
     return meta, doc
+
+
+def verdict(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What meta.json keeps of a garble report: enough for every later stage without garble.json."""
+    last = doc["attempts"][-1]["sides"] if doc["attempts"] else {}
+    return {"status": doc["status"], "checked_sides": list(doc["checked_sides"]),
+            "accepted_attempt": doc["accepted_attempt"],
+            "failed_sides": [side for side, r in last.items() if r["flagged"]] if doc["status"] == "failed" else []}
 
 
 def record_many_checked(config: Mapping[str, Any], rows: Iterable[Conversation], out_root: Path,
@@ -258,13 +278,26 @@ def record_many_checked(config: Mapping[str, Any], rows: Iterable[Conversation],
 
 
 def read_garble(recording_dir: Path) -> dict[str, Any] | None:
-    """The watcher's verdict for a recording, or None for recordings made without the watch loop."""
+    """The watcher's verdict for a recording, or None for recordings made without the watch loop.
+
+    The verdict in meta.json decides (it is written in the same step as the audio); garble.json adds
+    the per-attempt detail and must agree with it. A lost garble.json still yields the verdict.
+    """
     path = Path(recording_dir) / "garble.json"
+    meta = read_meta(recording_dir)
+    kept = meta.get("garble")
     if not path.exists():
-        return None
+        if kept is None:
+            return None
+        return {"format": FORMAT, "conversation_id": meta.get("conversation_id"), "attempts": [], **kept}
     doc = read_json(path, "garble report", "record the conversation again (`dyafdb record`)")
-    if doc.get("format") != FORMAT:
-        raise InputError(f"{path}: field format = {doc.get('format')!r}, expected {FORMAT!r}; record it again")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        got = doc.get("format") if isinstance(doc, dict) else doc
+        raise InputError(f"{path}: field format = {got!r}, expected {FORMAT!r}; record it again")
+    if kept is not None and (doc.get("status"), doc.get("accepted_attempt")) != (kept["status"], kept["accepted_attempt"]):
+        raise InputError(f"{path}: status {doc.get('status')!r} of attempt {doc.get('accepted_attempt')} disagrees with "
+                         f"meta.json's garble verdict {kept['status']!r} of attempt {kept['accepted_attempt']}; the "
+                         "files come from different recordings: record the conversation again (`dyafdb record`)")
     return doc
 
 
@@ -272,5 +305,7 @@ def failed_sides(doc: Mapping[str, Any] | None) -> list[str]:
     """Sides still flagged on the accepted (last) attempt of a failed run."""
     if not doc or doc.get("status") != "failed":
         return []
+    if "failed_sides" in doc:
+        return list(doc["failed_sides"])
     last = doc["attempts"][-1]["sides"]
     return [side for side, r in last.items() if r["flagged"]]

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from dyafdb.fileio import read_json, write_json_atomic, write_text_atomic
+from dyafdb.score.check import check_recording
 from dyafdb.score.tasks import find_leak, occupancy
 from dyafdb.record.recording import Recording, read_recording
 from dyafdb.suite.scenarios import find_scenario
@@ -95,6 +96,7 @@ def score_conversation(config: Mapping[str, Any], root: Path, conversation_id: s
     stages = [s for s in STAGES if s in set(stages)]
     paths = conversation_paths(config, root, conversation_id)
     rec = read_recording(paths.recording)
+    check_recording(config, rec, paths.recording)  # before any output, so a refusal leaves none behind
     ticks = rec.ticks
     if "segments" in stages:
         vad = VadParams.from_config(config)
