@@ -1,14 +1,61 @@
-"""A stand-in Raon gateway on loopback: the real frame protocol, both session-start variants.
+"""Stand-ins for Raon's two real-time gateways, on loopback, with their quirks.
 
-Run as ``python fake_raon_gateway.py --port N --variant demo|realtime --record events.jsonl``. It
-serves ``GET /health``, the realtime variant's ``POST /realtime/session/{start,finish}``, and the
-WebSocket endpoint (``/ws/chat`` with query parameters, or ``/realtime/ws?session_id=``), one HTTP
-port for all of it as the real gateways do. Per AUDIO frame it answers with TEXT deltas that still
-contain structural markers, sometimes a SEQ_DELTA trace, and one AUDIO frame whose samples encode
-the tick; every few ticks it PINGs first and will not answer until the PONG comes back. Options
-make it send ERROR or die (exit) at a given tick. Every event goes to the record file as JSON.
+Run as ``python fake_raon_gateway.py --variant demo|realtime --port N --record events.jsonl``. One
+HTTP port serves ``GET /health``, the realtime variant's session POSTs and the WebSocket, as the
+real servers do. Frames are ``[1 byte kind][payload]``: READY 0, AUDIO 1 (float32 LE, 24 kHz,
+1,920 samples), TEXT 2, SEQ_TRACE 3, SEQ_DELTA 4, ERROR 5, CLOSE 6, PING 7, PONG 8.
 
-Written on websockets' sans-I/O protocol, because websockets' own server cannot answer a POST.
+``--variant realtime`` mirrors krafton-ai/Raon-Speech ``demo/realtime`` as read in the fork
+devyoongu/Raon-Speech @ afec411 (the upstream repository is not public in the store):
+
+* ``api/app.py`` ``create_fastapi_app``: ``GET /health`` -> ``{status, active_session_id, ws_path}``;
+  ``POST /realtime/session/start`` passes the top-level payload keys (``session_id``,
+  ``result_root``, ``session`` ...) to ``LocalRealtimeSession``; one active session per process
+  (409, unless ``force_restart`` finishes the active one); ``POST /realtime/session/finish``
+  returns the finished session's artifact payload (cached after the socket closed; 404 if unknown).
+* ``runtime/session.py`` ``LocalRealtimeSession.__init__`` (~L770): the ``SessionConfig`` is built
+  from ``prompt``, ``prompt_role``, ``speaker_mode``, ``speaker_key`` and ``sampling`` only; the
+  payload's ``speak_first``, ``persona`` and ``persona_context`` are ignored, so every session
+  listens first. Sampling defaults are 1.1 / 100 / 0.99 (``runtime/config.py``). The speaker comes
+  only from ``speaker_audio``; a path that cannot be loaded is logged and the session runs without
+  speaker conditioning (~L803). ``speaker_mode`` does nothing here.
+* ``RealtimeDuplexSession.step`` (~L595): a recoverable decode error (AssertionError, or
+  RuntimeError "sil-no-audio ... assert") yields ERROR ``decode error: ...`` then a silent AUDIO
+  frame, every time; the third in a row also finishes the session and sends CLOSE
+  ``internal_error``; the socket stays open and answers every later AUDIO with CLOSE.
+* ``mount_realtime_websocket``: READY on connect; client CLOSE -> finish, CLOSE back, socket
+  closed; client PING -> PONG with the same payload; the server never PINGs; an exception in the
+  loop -> ERROR + CLOSE ``internal_error``.
+* ``finish`` -> ``SessionArtifacts.flush(write_optional_bundle=True)``: user/assistant/stereo wavs,
+  transcript, events, metadata.json and a zip bundle under ``<result_root>/<UTC timestamp>/``
+  (about 20 MB per minute of a real session; here the wavs are real, so sizes scale the same way).
+
+``--variant demo`` mirrors krafton-ai/Raon-SpeechChat-Demo @ 5b3bc6f:
+
+* ``gateway/server.py`` ``_ws_chat_impl``: session settings are query parameters on ``/ws/chat``
+  (also ``/ws/chat/``, ``/fd-demo/ws/chat``); ``speak_first`` comes from the prompt key
+  (``proto/prompt_map.resolve_speak_first``), the prompt text from ``build_system_prompt`` (style
+  ``custom``: the custom text with terminal punctuation ensured); sampling defaults 0.7 / 50 / 0.8;
+  ``sil_penalty`` is not a query parameter (stays 0.0); ``repetition_penalty`` is ignored.
+* ``worker/engine.py`` ``create_session`` / ``_load_default_speaker_embeds``: ``speaker_mode=default``
+  uses the worker's default speaker, read once at start from ``DEFAULT_SPEAKER_EMBEDDING_PATH`` or
+  ``DEFAULT_SPEAKER_AUDIO_PATH`` (label ``DEFAULT_SPEAKER_LABEL``), else a 1 s silence embedding;
+  ``recorded`` falls back to default; ``none`` has no speaker.
+* ``gateway/proxy.py`` ``SessionProxy._keepalive``: PING with an empty payload every
+  ``ping_interval`` (30 s), close when no PONG arrived within ``ping_timeout`` (15 s); the PONG's
+  payload is not checked; a client PING gets an empty PONG; client CLOSE just ends the session (no
+  CLOSE back); an unsupported frame kind -> ERROR + CLOSE ``invalid_client_frame``.
+* ``worker/actor.py`` ``feed_and_decode`` + ``worker/session.py`` ``RaonWorkerSession.step``: per
+  decoded frame SEQ_DELTA (when tokens were added), TEXT (filtered delta), AUDIO; a recoverable
+  decode error yields a silent AUDIO frame, then ERROR only on the first of a streak; after the
+  third in a row the next call returns ERROR ``session closed: internal_error`` + CLOSE instead of
+  audio. The demo writes no per-session artifacts.
+
+The "model" both variants run is a script: it speaks (AUDIO samples encode the tick) from tick 0 when
+the session speaks first, otherwise only after it has heard speech, and sends TEXT deltas that still
+contain structural markers. Every event and the settings the gateway really applied go to the
+record file as JSON. Written on websockets' sans-I/O protocol, because websockets' own server cannot
+answer a POST.
 """
 
 from __future__ import annotations
@@ -17,140 +64,407 @@ import argparse
 import asyncio
 import json
 import os
+import time
 import urllib.parse
+import wave
+import zipfile
+from pathlib import Path
 
 import numpy as np
 from websockets.frames import Opcode
 from websockets.server import ServerProtocol
 
 READY, AUDIO, TEXT, SEQ_TRACE, SEQ_DELTA, ERROR, CLOSE, PING, PONG = range(9)
-# What a gateway may put in TEXT: pieces with leading spaces, segment-break newlines, and (in a
-# gateway that decodes with skip_special_tokens=False) structural markers.
+FRAME = 1920
+# What a gateway may put in TEXT (relative to the tick the model started speaking): pieces with leading
+# spaces, segment-break newlines, and structural markers a tokenizer decode can leave in.
 TEXT_SCRIPT = {2: "\n", 3: " Hello", 4: "<|fim_middle|>", 5: " there<|im_end|>", 7: "\n Nice", 8: "<|audio_output_sil|>\n"}
+REALTIME_SAMPLING = {"temperature": 1.1, "top_k": 100, "top_p": 0.99, "eos_penalty": 0.0, "sil_penalty": 0.0, "bc_penalty": 0.0}
+DEMO_WS_PATHS = {"/ws/chat", "/ws/chat/", "/fd-demo/ws/chat", "/fd-demo/ws/chat/"}
 
 
 def frame_audio(tick: int) -> np.ndarray:
-    return np.full(1920, 0.01 * (tick % 90 + 1), dtype="<f4")
+    return np.full(FRAME, 0.01 * (tick % 90 + 1), dtype="<f4")
+
+
+# -- proto/prompt_map.py (Raon-SpeechChat-Demo) -----------------------------------------------------
+def parse_prompt_key(prompt: str) -> tuple[str, str, str] | None:
+    """``_parse_prompt_key``: (language, channel, speak mode) of a prompt key, None for free text."""
+    parts = [p.strip() for p in prompt.split(":") if p.strip()]
+    if len(parts) == 2:
+        parts = ["eng", *parts]
+    if len(parts) != 3 or parts[1] not in {"full_duplex", "duplex_instruct"} or parts[2] not in {"speak-first", "listen-first"}:
+        return None
+    return parts[0], parts[1], parts[2]
+
+
+def build_system_prompt(style: str, custom: str | None, persona: str | None, context: str | None) -> str:
+    base = "You are engaging in real-time conversation."
+
+    def punct(text: str) -> str:
+        text = text.strip()
+        return text if not text or text[-1] in ".!?" else text + "."
+
+    if style == "custom":
+        return punct(custom) if custom and custom.strip() else base
+    if style not in {"raon", "raon_persona", "raon_persona_context"}:
+        return base
+    if style == "raon" or not persona:
+        return f"{base} You are a helpful assistant."
+    prompt = punct(f"{base} You are a helpful assistant, {persona}.")
+    return f"{prompt} {punct(context)}" if style == "raon_persona_context" and context else prompt
+
+
+def _float(raw: str | None, default: float) -> float:
+    try:
+        return float(raw) if raw not in (None, "") else default
+    except ValueError:
+        return default
+
+
+def _int(raw: str | None, default: int) -> int:
+    try:
+        return int(raw) if raw not in (None, "") else default
+    except ValueError:
+        return default
+
+
+class DecodeError(AssertionError):
+    """What the runtime raises for a recoverable decode failure (``_is_recoverable_decode_error``)."""
+
+
+class ScriptModel:
+    """One session's 'model': listens first unless told to speak first; fails where the options say."""
+
+    def __init__(self, args: argparse.Namespace, speak_first: bool):
+        self.args = args
+        self.speaking_since = 0 if speak_first else None
+        self.frames = 0
+
+    def step(self, heard: np.ndarray) -> tuple[str, np.ndarray]:
+        tick = self.frames
+        self.frames += 1
+        if tick in self.args.decode_errors:
+            raise DecodeError("sil-no-audio assert: talker produced no codes")
+        if tick == self.args.fatal_at:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        if self.speaking_since is None and float(np.sqrt(np.mean(heard.astype(np.float64) ** 2))) > 0.005:
+            self.speaking_since = tick + 1  # heard speech: answers from the next frame on
+        if self.speaking_since is None or tick < self.speaking_since:
+            return "", np.zeros(FRAME, dtype="<f4")
+        return TEXT_SCRIPT.get(tick - self.speaking_since, ""), frame_audio(tick)
+
+
+class Connection:
+    """A WebSocket on websockets' sans-I/O protocol."""
+
+    def __init__(self, proto: ServerProtocol, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.proto, self.reader, self.writer = proto, reader, writer
+        self.pending: list = []
+        self.lock = asyncio.Lock()
+
+    async def flush(self) -> None:
+        data = b"".join(self.proto.data_to_send())
+        if data:
+            self.writer.write(data)
+            await self.writer.drain()
+
+    async def send(self, kind: int, payload: bytes = b"") -> None:
+        async with self.lock:
+            self.proto.send_binary(bytes([kind]) + payload)
+            await self.flush()
+
+    async def recv(self) -> bytes | None:
+        while True:
+            self.pending.extend(self.proto.events_received())
+            while self.pending:
+                event = self.pending.pop(0)
+                if event.opcode == Opcode.BINARY:
+                    return event.data
+                if event.opcode == Opcode.CLOSE:
+                    await self.flush()
+                    return None
+            await self.flush()  # pongs to control pings
+            data = await self.reader.read(65536)
+            if not data:
+                self.proto.receive_eof()
+                return None
+            self.proto.receive_data(data)
+
+    async def close(self) -> None:
+        async with self.lock:
+            self.proto.send_close(1000)
+            await self.flush()
 
 
 class Gateway:
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.record = open(args.record, "a")
-        self.sessions: dict[str, dict] = {}
+        self.reserved: dict[str, dict] = {}  # realtime: session_id -> session state
         self.active: str | None = None
+        self.completed: dict[str, dict] = {}
+        self.active_ws = 0
+        # worker/engine.py _load_default_speaker_embeds: read once when the worker starts
+        embed = os.environ.get("DEFAULT_SPEAKER_EMBEDDING_PATH", "").strip()
+        audio = os.environ.get("DEFAULT_SPEAKER_AUDIO_PATH", "").strip()
+        label = os.environ.get("DEFAULT_SPEAKER_LABEL", "").strip() or None
+        if embed and Path(embed).exists():
+            self.default_speaker = label or f"embedding:{embed}"
+        elif audio and Path(audio).exists():
+            self.default_speaker = label or f"audio:{audio}"
+        else:
+            self.default_speaker = "silence_fallback"
+        self.log(event="worker_start", default_speaker=self.default_speaker)
 
     def log(self, **event) -> None:
         self.record.write(json.dumps(event) + "\n")
         self.record.flush()
 
-    # -- plain HTTP ------------------------------------------------------------------------------
+    # -- realtime: LocalRealtimeSession -------------------------------------------------------------
+    def realtime_session(self, payload: dict, session_id: str) -> dict:
+        session = dict(payload.get("session") or {})
+        sampling_in = dict(session.get("sampling") or {})
+        sampling = {k: type(v)(sampling_in.get(k, v)) for k, v in REALTIME_SAMPLING.items()}
+        speaker = None
+        value = str(session.get("speaker_audio", "") or "").strip()
+        if value:
+            if Path(value).is_file() and value.endswith(".wav"):
+                speaker = value
+            else:
+                self.log(event="warning", message=f"realtime speaker reference load failed: {value}. "
+                                                  "Proceeding without speaker conditioning.")
+        applied = {"prompt": str(session.get("prompt", "eng:full_duplex:listen-first")),
+                   "prompt_role": str(session.get("prompt_role", "system")),
+                   "speaker_mode": str(session.get("speaker_mode", "default")), "speaker_key": session.get("speaker_key"),
+                   "speaker_audio": speaker, "sampling": sampling, "speak_first": False}
+        self.log(event="session_applied", session_id=session_id, applied=applied)
+        return {"session_id": session_id, "applied": applied, "result_root": str(payload.get("result_root") or self.args.result_root or "./output/fd_gradio_demo"),
+                "user": [], "assistant": [], "text": [], "model": ScriptModel(self.args, speak_first=False),
+                "consecutive_errors": 0, "errors": 0, "closed": False, "result": None, "started": time.gmtime()}
+
+    def realtime_finish(self, session_id: str, reason: str) -> dict:
+        if session_id in self.completed:
+            return self.completed[session_id]
+        state = self.reserved.pop(session_id)
+        if self.active == session_id:
+            self.active = None
+        out = Path(state["result_root"]) / time.strftime("%Y%m%d_%H%M%S", state["started"])
+        out.mkdir(parents=True, exist_ok=True)
+
+        def write_wav(path: Path, samples: list) -> None:
+            data = np.concatenate(samples) if samples else np.zeros(0, np.float32)
+            with wave.open(str(path), "wb") as w:
+                w.setnchannels(1)
+                w.setsampwidth(2)
+                w.setframerate(24000)
+                w.writeframes((np.clip(data, -1, 1) * 32767).astype("<i2").tobytes())
+
+        write_wav(out / "user.wav", state["user"])
+        write_wav(out / "assistant.wav", state["assistant"])
+        write_wav(out / "conversation_stereo.wav", state["user"] + state["assistant"])
+        (out / "transcript.txt").write_text("".join(state["text"]))
+        metadata = {"session_id": session_id, "close_reason": reason, "session_params": state["applied"],
+                    "runtime_stats": {"frames_in": state["model"].frames, "decode_errors": state["errors"]}}
+        (out / "metadata.json").write_text(json.dumps(metadata))
+        with zipfile.ZipFile(out / "session_bundle.zip", "w") as zf:
+            for name in ("user.wav", "assistant.wav", "conversation_stereo.wav", "metadata.json", "transcript.txt"):
+                zf.write(out / name, arcname=name)
+        state["closed"] = True
+        result = {"session_id": session_id, "close_reason": reason, "metadata": metadata,
+                  "session_bundle_zip": str(out / "session_bundle.zip")}
+        self.completed[session_id] = result
+        self.log(event="session_finish", session_id=session_id, reason=reason, output_dir=str(out))
+        return result
+
     def route(self, method: str, path: str, body: bytes) -> tuple[int, dict]:
         if method == "GET" and path == "/health":
-            status = {"status": "ok", "active_session_id": self.active}
             if self.args.variant == "demo":
-                status["router"] = {"healthy_worker_count": 1}
-            return 200, status
+                return 200, {"status": "ok", "mode": "ray", "active_sessions": self.active_ws,
+                             "router": {"healthy_worker_count": 1, "workers": [{"worker_id": "worker-gpu0", "healthy": True}]}}
+            return 200, {"status": "ok", "active_session_id": self.active, "ws_path": "/realtime/ws"}
         if self.args.variant == "realtime" and method == "POST" and path == "/realtime/session/start":
             payload = json.loads(body or b"{}")
-            if self.active and not payload.get("force_restart"):
-                return 409, {"detail": "session already active"}
-            sid = payload.get("session_id") or "s1"
-            self.sessions[sid] = payload
-            self.active = sid
             self.log(event="session_start", payload=payload)
+            if self.active is not None:
+                if not payload.get("force_restart"):
+                    return 409, {"detail": "session already active"}
+                self.realtime_finish(self.active, "force_restart")
+            sid = str(payload.get("session_id") or "s1")
+            self.reserved[sid] = self.realtime_session(payload, sid)
+            self.active = sid
             return 200, {"session_id": sid, "ws_path": "/realtime/ws"}
         if self.args.variant == "realtime" and method == "POST" and path == "/realtime/session/finish":
-            sid = json.loads(body or b"{}").get("session_id")
-            self.log(event="session_finish", session_id=sid)
-            self.active = None
-            return 200, {"session_id": sid, "close_reason": "client_finish"}
-        return 404, {"detail": f"no route {method} {path}"}
+            payload = json.loads(body or b"{}")
+            sid = str(payload.get("session_id") or "").strip()
+            if not sid:
+                return 400, {"detail": "session_id is required"}
+            if sid not in self.completed and sid not in self.reserved:
+                return 404, {"detail": f"unknown session_id: {sid}"}
+            return 200, self.realtime_finish(sid, str(payload.get("reason") or "client_finish"))
+        return 404, {"detail": "Not Found"}
 
-    # -- the WebSocket session ------------------------------------------------------------------
-    async def session(self, proto: ServerProtocol, reader, writer, path: str, query: dict) -> None:
-        async def flush():
-            data = b"".join(proto.data_to_send())
-            if data:
-                writer.write(data)
-                await writer.drain()
-
-        async def send(kind: int, payload: bytes = b"") -> None:
-            proto.send_binary(bytes([kind]) + payload)
-            await flush()
-
-        pending: list = []
-
-        async def recv() -> bytes | None:
-            while True:
-                pending.extend(proto.events_received())
-                while pending:
-                    event = pending.pop(0)
-                    if event.opcode == Opcode.BINARY:
-                        return event.data
-                    if event.opcode == Opcode.CLOSE:
-                        await flush()
-                        return None
-                await flush()  # pongs to control pings
-                data = await reader.read(65536)
-                if not data:
-                    proto.receive_eof()
-                    return None
-                proto.receive_data(data)
-
-        if self.args.variant == "demo":
-            if path.rstrip("/") != "/ws/chat":
-                await send(ERROR, b"unknown path")
-                return
-            self.log(event="session_start", query=query)
-        else:
-            sid = query.get("session_id")
-            if path != "/realtime/ws" or sid not in self.sessions:
-                await send(ERROR, b"session already active")
-                await send(CLOSE, b"busy")
-                return
-        await send(READY)
-        tick = 0
+    # -- realtime: mount_realtime_websocket ---------------------------------------------------------
+    async def realtime_ws(self, ws: Connection, path: str, query: dict) -> None:
+        sid = str(query.get("session_id") or "")
+        if path != "/realtime/ws" or sid not in self.reserved or (self.active not in (None, sid)):
+            await ws.send(ERROR, b"session already active")
+            await ws.send(CLOSE, b"session already active")
+            await ws.close()
+            return
+        state = self.reserved[sid]
+        await ws.send(READY)
+        reason = "client_disconnect"
         while True:
-            message = await recv()
+            message = await ws.recv()
             if message is None:
-                self.log(event="disconnected", tick=tick)
-                return
+                break
             kind, payload = message[0], message[1:]
             if kind == CLOSE:
-                self.log(event="client_close", reason=payload.decode(), tick=tick)
-                await send(CLOSE, b"client_finish")
-                proto.send_close(1000)
-                await flush()
-                return
-            if kind == PONG:
-                self.log(event="unexpected_pong", tick=tick)
+                reason = payload.decode() or "client_finish"
+                self.log(event="client_close", reason=reason, tick=state["model"].frames)
+                self.realtime_finish(sid, reason)
+                await ws.send(CLOSE, reason.encode())
+                break
+            if kind == PING:
+                await ws.send(PONG, payload)
                 continue
-            if kind != AUDIO or len(payload) != 1920 * 4:
-                await send(ERROR, f"bad frame kind {kind} of {len(payload)} bytes".encode())
+            if kind != AUDIO:
+                await ws.send(ERROR, f"unsupported frame kind: {kind}".encode())
+                continue
+            if state["closed"]:
+                await ws.send(CLOSE, b"internal_error")
                 continue
             heard = np.frombuffer(payload, dtype="<f4")
-            self.log(event="audio", tick=tick, first=float(heard[0]), mean=float(heard.mean()))
+            state["user"].append(heard.copy())
+            tick = state["model"].frames
+            self.log(event="audio", tick=tick, first=float(heard[0]) if len(heard) else None, samples=len(heard))
             if tick == self.args.die_at:
                 os._exit(3)
-            if tick == self.args.error_at:
-                await send(ERROR, b"CUDA out of memory")
-                await send(CLOSE, b"internal_error")
-                return
-            if self.args.ping_every and tick % self.args.ping_every == 1:
-                await send(PING, f"p{tick}".encode())
-                reply = await asyncio.wait_for(recv(), timeout=5)
-                ok = reply is not None and reply[0] == PONG and reply[1:] == f"p{tick}".encode()
-                self.log(event="pong" if ok else "bad_pong", tick=tick)
-                if not ok:
-                    await send(ERROR, b"keepalive timeout")
+            try:
+                text, audio = state["model"].step(heard)
+                state["consecutive_errors"] = 0
+            except DecodeError as exc:
+                state["errors"] += 1
+                state["consecutive_errors"] += 1
+                await ws.send(ERROR, f"decode error: {exc}".encode())
+                await ws.send(AUDIO, np.zeros(FRAME, "<f4").tobytes())
+                if state["consecutive_errors"] >= 3:
+                    self.realtime_finish(sid, "internal_error")
+                    await ws.send(CLOSE, b"internal_error")
+                continue
+            except Exception as exc:  # the handler's safety net
+                await ws.send(ERROR, str(exc).encode())
+                await ws.send(CLOSE, b"internal_error")
+                self.realtime_finish(sid, "internal_error")
+                break
+            if text:
+                state["text"].append(text)
+                await ws.send(TEXT, text.encode())
+            state["assistant"].append(audio.astype(np.float32))
+            await ws.send(AUDIO, audio.tobytes())
+        if sid in self.reserved:
+            self.realtime_finish(sid, reason)
+        await ws.close()
+
+    # -- demo: _ws_chat_impl + SessionProxy ---------------------------------------------------------
+    async def demo_ws(self, ws: Connection, path: str, query: dict) -> None:
+        if path not in DEMO_WS_PATHS:
+            await ws.close()  # no such route: the real server rejects the upgrade
+            return
+        prompt = query.get("prompt") or "eng:full_duplex:listen-first"
+        key = parse_prompt_key(prompt)
+        speak_first = key is not None and key[2] == "speak-first"
+        style = query.get("system_prompt_style") or "generic"
+        prompt_text = build_system_prompt(style, query.get("custom_system_prompt"), query.get("system_prompt_persona"),
+                                          query.get("system_prompt_context")) if key else prompt
+        sampling = {"temperature": _float(query.get("temperature"), 0.7), "top_k": _int(query.get("top_k"), 50),
+                    "top_p": _float(query.get("top_p"), 0.8), "eos_penalty": _float(query.get("eos_penalty"), 0.0),
+                    "bc_penalty": _float(query.get("bc_penalty"), 0.0), "sil_penalty": 0.0,
+                    "code_temperature": 0.8, "code_top_k": 10}
+        speaker_mode = query.get("speaker_mode") or "default"
+        speaker = None if speaker_mode == "none" else self.default_speaker
+        applied = {"prompt_text": prompt_text, "speak_first": speak_first, "sampling": sampling,
+                   "speaker_mode": speaker_mode, "speaker": speaker,
+                   "repetition_penalty_ignored": _float(query.get("repetition_penalty"), 1.0)}
+        self.log(event="session_start", query=query)
+        self.log(event="session_applied", applied=applied)
+        self.active_ws += 1
+        await ws.send(READY)
+        model = ScriptModel(self.args, speak_first)
+        state = {"closed": False, "last_pong": time.monotonic()}
+        consecutive = 0
+        close_requested = False
+
+        async def keepalive() -> None:
+            while not state["closed"]:
+                await asyncio.sleep(self.args.ping_interval)
+                if state["closed"]:
                     return
-            if self.args.variant == "demo" and tick % 4 == 0:
-                await send(SEQ_DELTA, json.dumps({"ids": [151660], "tokens": ["<|fim_middle|>"]}).encode())
-            if tick in TEXT_SCRIPT:
-                await send(TEXT, TEXT_SCRIPT[tick].encode())
-            await send(AUDIO, frame_audio(tick).tobytes())
-            tick += 1
+                sent = time.monotonic()
+                self.log(event="ping", tick=model.frames)
+                await ws.send(PING, b"")
+                await asyncio.sleep(self.args.ping_timeout)
+                if not state["closed"] and state["last_pong"] < sent:
+                    self.log(event="ping_timeout", tick=model.frames)
+                    state["closed"] = True
+                    await ws.close()
+                    return
+
+        pinger = asyncio.create_task(keepalive())
+        try:
+            while not state["closed"]:
+                message = await ws.recv()
+                if message is None:
+                    self.log(event="disconnected", tick=model.frames)
+                    break
+                kind, payload = message[0], message[1:]
+                if kind == PONG:
+                    state["last_pong"] = time.monotonic()
+                    self.log(event="pong", tick=model.frames, payload=payload.decode(errors="replace"))
+                    continue
+                if kind == PING:
+                    await ws.send(PONG, b"")
+                    continue
+                if kind == CLOSE:
+                    self.log(event="client_close", reason=payload.decode(), tick=model.frames)
+                    break
+                if kind != AUDIO:
+                    await ws.send(ERROR, f"unsupported frame kind: {kind}".encode())
+                    await ws.send(CLOSE, b"invalid_client_frame")
+                    break
+                if close_requested:  # engine.run_step with a pending close: no audio for this frame
+                    await ws.send(ERROR, b"session closed: internal_error")
+                    await ws.send(CLOSE, b"internal_error")
+                    break
+                heard = np.frombuffer(payload, dtype="<f4")
+                tick = model.frames
+                self.log(event="audio", tick=tick, first=float(heard[0]) if len(heard) else None, samples=len(heard))
+                if tick == self.args.die_at:
+                    os._exit(3)
+                try:
+                    text, audio = model.step(heard)
+                    consecutive = 0
+                except DecodeError as exc:
+                    consecutive += 1
+                    await ws.send(AUDIO, np.zeros(FRAME, "<f4").tobytes())
+                    if consecutive == 1:
+                        await ws.send(ERROR, f"decode error: {exc}".encode())
+                    close_requested = consecutive >= 3
+                    continue
+                except Exception as exc:  # fatal CUDA error: the worker marks itself unhealthy
+                    await ws.send(ERROR, f"session closed: internal_error ({exc})".encode())
+                    await ws.send(CLOSE, b"internal_error")
+                    break
+                await ws.send(SEQ_DELTA, json.dumps({"frame": tick, "ids": [151660]}).encode())
+                if text:
+                    await ws.send(TEXT, text.encode())
+                await ws.send(AUDIO, audio.tobytes())
+        finally:
+            state["closed"] = True
+            pinger.cancel()
+            self.active_ws -= 1
+            await ws.close()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -170,8 +484,14 @@ class Gateway:
             proto.send_response(proto.accept(request))
             writer.write(b"".join(proto.data_to_send()))
             await writer.drain()
+            ws = Connection(proto, reader, writer)
             try:
-                await self.session(proto, reader, writer, path, query)
+                if self.args.variant == "demo":
+                    await self.demo_ws(ws, path, query)
+                else:
+                    await self.realtime_ws(ws, path, query)
+            except (ConnectionError, asyncio.CancelledError):
+                pass
             finally:
                 writer.close()
             return
@@ -189,10 +509,15 @@ async def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--variant", choices=["demo", "realtime"], required=True)
     parser.add_argument("--record", required=True)
-    parser.add_argument("--die-at", type=int, default=-1)
-    parser.add_argument("--error-at", type=int, default=-1)
-    parser.add_argument("--ping-every", type=int, default=5)
+    parser.add_argument("--die-at", type=int, default=-1, help="exit hard when this frame arrives")
+    parser.add_argument("--fatal-at", type=int, default=-1, help="a non-recoverable error at this frame")
+    parser.add_argument("--decode-errors", type=lambda s: {int(x) for x in s.split(",") if x}, default=set(),
+                        help="frames whose decode step fails recoverably, e.g. 4,5")
+    parser.add_argument("--ping-interval", type=float, default=30.0, help="demo keepalive (GatewayConfig: 30 s)")
+    parser.add_argument("--ping-timeout", type=float, default=15.0, help="demo keepalive (GatewayConfig: 15 s)")
     parser.add_argument("--startup-delay", type=float, default=0.0)
+    # accepted so the adapter's launch commands can be run against the stand-in unchanged
+    parser.add_argument("--result-root", default=None)
     args = parser.parse_args()
     await asyncio.sleep(args.startup_delay)  # a gateway takes a while to load its model
     gateway = Gateway(args)

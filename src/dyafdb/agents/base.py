@@ -80,7 +80,9 @@ class Agent(Protocol):
 
     def step(self, heard: np.ndarray) -> Frame: ...
 
-    def close(self) -> None: ...
+    # May return a dict of facts only known once the session has run (e.g. recoverable errors a
+    # gateway reported); the bridge merges it into this session's ``AgentInfo.extra`` in meta.json.
+    def close(self) -> dict[str, Any] | None: ...
 
 
 class AgentError(RuntimeError):

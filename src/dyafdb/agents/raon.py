@@ -3,25 +3,44 @@
 Both published gateways speak the same raw-frame protocol, ``[1 byte kind][payload]``: READY 0x00,
 AUDIO 0x01 (float32 little-endian PCM, 24 kHz, 1,920 samples), TEXT 0x02 (UTF-8 delta), SEQ_TRACE
 0x03 / SEQ_DELTA 0x04 (debug traces), ERROR 0x05, CLOSE 0x06, PING 0x07, PONG 0x08. They differ in
-how a session starts:
+what a session can be told, and the adapter reports only what the gateway really applies:
 
-* ``variant: demo`` (krafton-ai/Raon-SpeechChat-Demo, Ray + SGLang): ``WS /ws/chat`` with the
-  session settings as query parameters (prompt key, system_prompt_style=custom with the role text,
-  speaker_mode, sampling);
-* ``variant: realtime`` (krafton-ai/Raon-Speech ``demo/realtime``, one session per process):
-  ``POST /realtime/session/start`` with a JSON session, then ``WS <ws_path>?session_id=...``, and
-  ``POST /realtime/session/finish`` at the end.
+* ``variant: demo`` (default; krafton-ai/Raon-SpeechChat-Demo @ 5b3bc6f, Ray + SGLang): ``WS
+  /ws/chat`` with the session settings as query parameters (``gateway/server.py``
+  ``_ws_chat_impl``). The prompt key's ``speak-first`` reaches ``init_duplex_decoding_state``, so the
+  opener really speaks first; the voice is the worker's default speaker, set when the worker starts
+  (``DEFAULT_SPEAKER_AUDIO_PATH``: the adapter sets it from ``params.speaker_audio`` when it starts
+  the gateway itself). It PINGs every 30 s with an empty payload and closes after 15 s without PONG.
+* ``variant: realtime`` (krafton-ai/Raon-Speech ``demo/realtime``, read in the fork
+  devyoongu/Raon-Speech @ afec411; one session per process): ``POST /realtime/session/start`` with
+  a JSON session, ``WS <ws_path>?session_id=``, ``POST /realtime/session/finish``.
+  ``LocalRealtimeSession`` ignores ``speak_first`` and the persona fields, so this variant always
+  listens first (meta.json says so); the voice comes only from ``speaker_audio`` (a server-side wav),
+  and a wav it cannot load leaves the voice unconditioned (the finish payload says which). It never
+  PINGs. Each session writes wavs, a transcript and a zip bundle under ``result_root``: the adapter
+  points that at a scratch folder of its own and deletes it after each session.
+
+Sampling: the official duplex settings of Raon-Speech ``config/duplex_infer.yaml`` (temperature
+0.9, top_k 66, top_p 0.95, penalties 0) are sent explicitly on every session (each gateway has other
+defaults: 0.7/50/0.8 and 1.1/100/0.99); ``params.sampling`` overrides them key by key. meta.json
+records the full set the model decodes with, including what the gateway fixes.
+
+Errors as upstream treats them: a recoverable decode error arrives as ERROR plus a silent AUDIO frame
+(realtime: ERROR first, every time; demo: AUDIO first, ERROR on the first of a streak); the session
+goes on, and the adapter counts them (``recoverable_errors`` in meta.json, via ``close``). Only what
+ends the session upstream is fatal: CLOSE (the third decode error in a row, a fatal CUDA error, an
+init failure) or the connection dropping.
 
 Lockstep: per tick one AUDIO frame goes out and the adapter reads until that frame's AUDIO reply
-arrives, keeping the TEXT deltas on the way. A background reader answers the gateway's PINGs at any
-time (also while the bridge waits on the partner), so the gateway's keepalive never closes the
-session. Structural tokens (``<|...|>`` markers, the newlines the gateways put at silences and
-segment starts) are filtered from the text channel. CLOSE ends the session.
+arrives, keeping the TEXT deltas on the way. A background reader answers PINGs at any time (also
+while the bridge waits on the partner). Structural tokens are filtered from the text channel. CLOSE
+ends the session.
 
-The worker can start the gateway itself (``gateway.command``, with ``$port``, ``$checkpoint_dir``
-and ``$python`` filled in), on a free loopback port, waits for
-``GET /health`` and stops it (its whole process group) when the worker exits. Weights are never
-fetched: the command points at a local SGLang bundle (``checkpoint_dir``).
+The worker can start the gateway itself (``gateway.command``, with ``$port``, ``$checkpoint_dir``,
+``$python``, ``$result_root``, ``$gpu`` (the first visible GPU) and any ``$port_<name>`` filled in; each ``$port*`` is a free loopback
+port), waits for ``GET /health``, and stops it (its whole process group, then ``gateway.stop_command``)
+when the worker exits. The command is checked against the variant's upstream entry points. Weights
+are never fetched: the command points at a local SGLang bundle (``checkpoint_dir``).
 """
 
 from __future__ import annotations
@@ -31,6 +50,7 @@ import json
 import os
 import queue
 import re
+import shutil
 import signal
 import socket
 import ssl
@@ -60,16 +80,30 @@ from dyafdb.agents.registry import adapter
 READY, AUDIO, TEXT, SEQ_TRACE, SEQ_DELTA, ERROR, CLOSE, PING, PONG = range(9)
 KIND_NAMES = dict(enumerate(["READY", "AUDIO", "TEXT", "SEQ_TRACE", "SEQ_DELTA", "ERROR", "CLOSE", "PING", "PONG"]))
 
-VARIANTS = {
-    # ws path, sampling defaults of that gateway (what a session gets when the adapter sends none)
-    "demo": {"ws_path": "/ws/chat", "sampling": {"temperature": 0.7, "top_k": 50, "top_p": 0.8, "eos_penalty": 0.0, "bc_penalty": 0.0}},
-    "realtime": {"ws_path": None, "sampling": {"temperature": 1.1, "top_k": 100, "top_p": 0.99, "eos_penalty": 0.0,
-                                               "sil_penalty": 0.0, "bc_penalty": 0.0}},
+# Raon-Speech config/duplex_infer.yaml (the published duplex inference settings).
+OFFICIAL_SAMPLING = {"temperature": 0.9, "top_k": 66, "top_p": 0.95, "eos_penalty": 0.0, "sil_penalty": 0.0, "bc_penalty": 0.0}
+VARIANTS: dict[str, dict[str, Any]] = {
+    "demo": {
+        # query parameters _ws_chat_impl reads; sil_penalty is not one (SamplingConfig keeps 0.0)
+        "sampling_keys": ("temperature", "top_k", "top_p", "eos_penalty", "bc_penalty"),
+        # what the gateway decodes with whatever the client sends (proto/config.py SamplingConfig)
+        "fixed_sampling": {"sil_penalty": 0.0, "code_temperature": 0.8, "code_top_k": 10},
+        "honours_speak_first": True,
+        # entry points of the two processes (scripts/entrypoint*.sh, docker-compose.yml)
+        "entry_points": ("launch_worker.py", "launch_gateway.py"),
+    },
+    "realtime": {
+        "sampling_keys": ("temperature", "top_k", "top_p", "eos_penalty", "sil_penalty", "bc_penalty"),
+        "fixed_sampling": {"code_temperature": 0.8, "code_top_k": 10},
+        "honours_speak_first": False,  # LocalRealtimeSession builds SessionConfig without speak_first
+        "entry_points": ("gradio_duplex_demo.py", "run_gradio_duplex_demo.sh"),
+    },
 }
-SAMPLING_KEYS = {"demo": {"temperature", "top_k", "top_p", "eos_penalty", "bc_penalty"},
-                 "realtime": {"temperature", "top_k", "top_p", "eos_penalty", "sil_penalty", "bc_penalty"}}
+DEFAULT_VARIANT = "demo"
 DEFAULT_PROMPT_TEMPLATE = "You are engaging in real-time conversation. $prompt"
 STRUCTURAL = re.compile(r"<\|[^<>|]*\|>")
+PORT_PLACEHOLDER = re.compile(r"\$\{?(port_[A-Za-z0-9_]+)\}?")
+MAX_ERRORS_KEPT = 20
 
 
 def clean_text(delta: str) -> str | None:
@@ -101,14 +135,54 @@ def _die_with_parent() -> None:
         pass
 
 
+def check_gateway_command(params: dict[str, Any], model: str) -> None:
+    """The gateway launch command must start the upstream entry point(s) of the configured variant.
+
+    A command that starts the other variant's server would connect and then fail on every session
+    (or, worse, run with that server's semantics); the demo gateway serves HTTPS unless told
+    ``--http``, which an ``http://`` url cannot talk to.
+    """
+    variant = str(params.get("variant", DEFAULT_VARIANT))
+    spec = params.get("gateway")
+    if not spec:
+        return
+    argv = spec.get("command") if isinstance(spec, dict) else None
+    if not isinstance(argv, list) or not argv:
+        raise InputError(f"models.{model}.params.gateway.command must be a list (the gateway's argv)")
+    text = " ".join(str(a) for a in argv)
+    others = [v for v in VARIANTS if v != variant]
+    for other in others:
+        hit = [e for e in VARIANTS[other]["entry_points"] if e in text]
+        if hit:
+            raise InputError(f"models.{model}.params.gateway.command starts {hit[0]}, the entry point of the "
+                             f"'{other}' Raon gateway, but params.variant is '{variant}'; set variant: {other} or "
+                             f"start {' and '.join(VARIANTS[variant]['entry_points'])} (see docs/models.md)")
+    wanted = VARIANTS[variant]["entry_points"]
+    if variant == "demo":
+        missing = [e for e in wanted if e not in text]
+    else:
+        missing = [] if any(e in text for e in wanted) else [" or ".join(wanted)]
+    if missing and not spec.get("unchecked", False):
+        raise InputError(f"models.{model}.params.gateway.command does not start {', '.join(missing)} (the upstream entry "
+                         f"point of the '{variant}' gateway); fix the command, or set gateway.unchecked: true for a "
+                         "wrapper script you have checked yourself (see docs/models.md)")
+    url = str(params.get("url", "http://127.0.0.1:$port"))
+    if variant == "demo" and "launch_gateway.py" in text and url.startswith("http:") and not re.search(r"(^|\s)--http(\s|$)", text):
+        raise InputError(f"models.{model}.params.gateway.command: launch_gateway.py serves HTTPS unless given --http, "
+                         f"but params.url is {url}; add --http (loopback) or use an https url")
+
+
 class GatewayProcess:
     """A gateway started by this worker; stopped with its whole process group at exit."""
 
-    def __init__(self, argv: list[str], cwd: str | None, env: dict[str, str], log_path: Path):
+    def __init__(self, argv: list[str], cwd: str | None, env: dict[str, str], log_path: Path,
+                 stop_argv: list[str] | None = None):
         self.log_path = log_path
+        self.stop_argv = stop_argv
         self._log = open(log_path, "ab")
+        self._cwd, self._env = cwd, {**os.environ, **env}
         try:
-            self.proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+            self.proc = subprocess.Popen(argv, cwd=cwd, env=self._env, stdin=subprocess.DEVNULL,
                                          stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         except OSError as exc:
             raise AgentError(f"cannot start the Raon gateway {argv!r}: {exc}") from None
@@ -137,7 +211,15 @@ class GatewayProcess:
                 os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        self._log.close()
+        if self.stop_argv:  # daemons that left the process group (`ray start` daemonizes)
+            try:
+                subprocess.run(self.stop_argv, cwd=self._cwd, env=self._env, stdin=subprocess.DEVNULL,
+                               stdout=self._log, stderr=subprocess.STDOUT, timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            self.stop_argv = None
+        if not self._log.closed:
+            self._log.close()
 
 
 @adapter("raon")
@@ -145,20 +227,30 @@ class RaonAgent:
     def __init__(self, params: dict[str, Any], model_name: str = "raon"):
         self.params = params
         self.model_name = model_name
-        self.variant = str(params.get("variant", "realtime"))
+        self.variant = str(params.get("variant", DEFAULT_VARIANT))
         if self.variant not in VARIANTS:
             raise InputError(f"models.{model_name}.params.variant = {self.variant!r}; use 'demo' (Raon-SpeechChat-Demo, "
                              "query-parameter session on /ws/chat) or 'realtime' (Raon-Speech demo/realtime, session-start POST)")
+        self.spec = VARIANTS[self.variant]
         sampling = params.get("sampling") or {}
-        unknown = sorted(set(sampling) - SAMPLING_KEYS[self.variant])
+        unknown = sorted(set(sampling) - set(self.spec["sampling_keys"]))
         if unknown:
             raise InputError(f"models.{model_name}.params.sampling: unknown key(s) {', '.join(unknown)} for the "
-                             f"{self.variant} gateway; allowed: {', '.join(sorted(SAMPLING_KEYS[self.variant]))}")
-        self.sampling_overrides = dict(sampling)
+                             f"{self.variant} gateway; allowed: {', '.join(self.spec['sampling_keys'])}")
+        # sent on every session, so neither gateway's own defaults apply
+        self.sampling_sent = {k: sampling.get(k, OFFICIAL_SAMPLING[k]) for k in self.spec["sampling_keys"]}
         self.step_timeout_s = float(params.get("step_timeout_s", 30))
         self.prompt_template = str(params.get("prompt_template", DEFAULT_PROMPT_TEMPLATE))
         self.speaker_mode = str(params.get("speaker_mode", "default"))
+        if self.speaker_mode not in ("none", "default"):
+            raise InputError(f"models.{model_name}.params.speaker_mode = {self.speaker_mode!r}; use 'default' (the "
+                             "pinned speaker) or 'none'; the gateways treat 'recorded' as 'default'")
         self.speak_first_for_opener = bool(params.get("speak_first_for_opener", True))
+        check_gateway_command(params, model_name)
+        self.speaker_audio = str(expand(params["speaker_audio"])) if params.get("speaker_audio") else None
+        # the realtime gateway writes ~20 MB of artifacts per session: into a scratch folder we delete
+        self.result_root = Path(tempfile.mkdtemp(prefix=f"raon-results-{model_name}-"))
+        atexit.register(shutil.rmtree, self.result_root, True)
         self.ssl_context = None
         self.gateway: GatewayProcess | None = None
         self.base_url = self._start_gateway()
@@ -167,6 +259,9 @@ class RaonAgent:
         self._inbox: queue.Queue = queue.Queue()
         self._session_id: str | None = None
         self._audio_out = np.zeros(0, dtype=np.float32)
+        self._errors: list[tuple[int, str]] = []
+        self._error_count = 0
+        self._finish: dict[str, Any] | None = None
         self.tick = 0
 
     # -- the gateway -----------------------------------------------------------------------------
@@ -182,11 +277,14 @@ class RaonAgent:
                 raise InputError(f"models.{self.model_name}.params.url has $port but no gateway.command starts a gateway")
             self._wait_healthy(url, float(self.params.get("health_timeout_s", 30)))
             return url.rstrip("/")
-        argv = spec.get("command")
-        if not isinstance(argv, list) or not argv:
-            raise InputError(f"models.{self.model_name}.params.gateway.command must be a list (the gateway's argv)")
+        argv = spec["command"]
         port = int(spec.get("port") or 0) or free_port()
-        subs = {"port": str(port), "python": sys.executable}
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+        subs = {"port": str(port), "python": sys.executable, "result_root": str(self.result_root),
+                "gpu": visible if visible.isdigit() else "0"}  # the demo's launch_worker checks ids against it
+        for item in [*argv, *(spec.get("stop_command") or []), *(spec.get("env") or {}).values()]:
+            for name in PORT_PLACEHOLDER.findall(str(item)):
+                subs.setdefault(name, str(free_port()))
         if self.params.get("checkpoint_dir"):
             bundle = expand(self.params["checkpoint_dir"])
             if not bundle.is_dir():
@@ -203,8 +301,14 @@ class RaonAgent:
             log.parent.mkdir(parents=True, exist_ok=True)
         else:
             log = Path(tempfile.mkstemp(prefix=f"raon-gateway-{port}-", suffix=".log")[1])
+        env = {k: fill(v) for k, v in (spec.get("env") or {}).items()}
+        if self.variant == "demo" and self.speaker_audio:
+            # the demo's voice is per worker: worker/engine.py reads it once at start
+            env["DEFAULT_SPEAKER_AUDIO_PATH"] = self.speaker_audio
+            env.setdefault("DEFAULT_SPEAKER_LABEL", Path(self.speaker_audio).name)
+        stop = [fill(a) for a in spec["stop_command"]] if spec.get("stop_command") else None
         self.gateway = GatewayProcess([fill(a) for a in argv], str(expand(fill(spec["cwd"]))) if spec.get("cwd") else None,
-                                      {k: fill(v) for k, v in (spec.get("env") or {}).items()}, log)
+                                      env, log, stop)
         url = fill(url).rstrip("/")
         try:
             self._wait_healthy(url, float(spec.get("startup_timeout_s", 1200)))
@@ -265,21 +369,19 @@ class RaonAgent:
         if self.variant == "demo":
             query = {"prompt": f"eng:full_duplex:{'speak-first' if speak_first else 'listen-first'}",
                      "prompt_language": "eng", "system_prompt_style": "custom", "custom_system_prompt": prompt,
-                     "speaker_mode": self.speaker_mode, **{k: str(v) for k, v in self.sampling_overrides.items()}}
-            if self.params.get("speaker_key"):
-                query["speaker_key"] = str(self.params["speaker_key"])
-            path = str(self.params.get("ws_path", VARIANTS["demo"]["ws_path"]))
+                     "speaker_mode": self.speaker_mode, **{k: str(v) for k, v in self.sampling_sent.items()}}
+            path = str(self.params.get("ws_path", "/ws/chat"))
             return f"{self._ws_base()}{path}?{urllib.parse.urlencode(query)}"
+        # speak_first is sent for the record, but LocalRealtimeSession never reads it
         body: dict[str, Any] = {"prompt": prompt, "prompt_role": "system", "speaker_mode": self.speaker_mode,
-                                "speak_first": speak_first}
-        if self.sampling_overrides:
-            body["sampling"] = dict(self.sampling_overrides)
-        if self.params.get("speaker_audio"):
-            body["speaker_audio"] = str(expand(self.params["speaker_audio"]))
+                                "speak_first": speak_first, "sampling": dict(self.sampling_sent)}
+        if self.speaker_audio and self.speaker_mode != "none":
+            body["speaker_audio"] = self.speaker_audio
         session_id = f"{session.conversation_id}-{session.side}-{uuid.uuid4().hex[:8]}"
         try:
             reply = self._http("POST", f"{self.base_url}/realtime/session/start",
-                               {"session_id": session_id, "force_restart": True, "session": body}, timeout=self.step_timeout_s)
+                               {"session_id": session_id, "force_restart": True, "result_root": str(self.result_root),
+                                "session": body}, timeout=self.step_timeout_s)
         except urllib.error.HTTPError as exc:
             raise AgentError(f"Raon gateway refused the session start: HTTP {exc.code} {exc.read()[:300]!r}") from None
         except (urllib.error.URLError, OSError) as exc:
@@ -288,6 +390,16 @@ class RaonAgent:
         ws_path = str(reply.get("ws_path") or "/realtime/ws")
         return f"{self._ws_base()}{ws_path}?{urllib.parse.urlencode({'session_id': self._session_id})}"
 
+    def _voice(self) -> str:
+        if self.speaker_mode == "none":
+            return "none (speaker_mode none: no speaker conditioning)"
+        if self.speaker_audio:
+            return Path(self.speaker_audio).name
+        if self.variant == "demo":
+            return ("gateway worker's default speaker (DEFAULT_SPEAKER_AUDIO_PATH of the running worker, unknown "
+                    "to the adapter; a 1 s silence embedding when unset)")
+        return "none (no speaker_audio: the realtime gateway runs without speaker conditioning)"
+
     def open(self, session: Session) -> AgentInfo:
         from websockets.sync.client import connect
 
@@ -295,9 +407,11 @@ class RaonAgent:
         self.tick = 0
         self._audio_out = np.zeros(0, dtype=np.float32)
         self._inbox = queue.Queue()
-        speak_first = self.speak_first_for_opener and session.is_opener
+        self._errors, self._error_count, self._finish = [], 0, None
+        asked = self.speak_first_for_opener and session.is_opener
+        speak_first = asked and self.spec["honours_speak_first"]
         prompt = string.Template(self.prompt_template).safe_substitute(prompt=session.prompt.strip())
-        uri = self._start_session(session, prompt, speak_first)
+        uri = self._start_session(session, prompt, asked)
         try:
             # __enter__ gives the connection on every websockets version (17 wants connect() as a context manager)
             self.ws = connect(uri, max_size=None, open_timeout=self.step_timeout_s, compression=None,
@@ -307,14 +421,15 @@ class RaonAgent:
         self._reader = threading.Thread(target=self._read_loop, args=(self.ws,), daemon=True, name="raon-reader")
         self._reader.start()
         self._expect_ready(float(self.params.get("session_timeout_s", 120)))
-        sampling = {**VARIANTS[self.variant]["sampling"], **self.sampling_overrides}
-        return AgentInfo(
-            adapter="raon", adapter_version=__version__, model=self.model_name,
-            voice=Path(str(self.params["speaker_audio"])).name if self.params.get("speaker_audio") else f"gateway {self.speaker_mode} speaker",
-            sampling=sampling,
-            extra={"variant": self.variant, "session_id": self._session_id, "speak_first": speak_first,
-                   "seed": "none: the gateway has no seed parameter", "prompt_template": self.prompt_template},
-        )
+        extra: dict[str, Any] = {
+            "variant": self.variant, "session_id": self._session_id, "speak_first": speak_first,
+            "speaker_mode": self.speaker_mode, "seed": "none: the gateway has no seed parameter",
+            "prompt_template": self.prompt_template}
+        if asked and not speak_first:
+            extra["speak_first_ignored"] = ("requested for the opener, but Raon-Speech demo/realtime's LocalRealtimeSession "
+                                            "does not pass speak_first to the model: it listens first")
+        return AgentInfo(adapter="raon", adapter_version=__version__, model=self.model_name, voice=self._voice(),
+                         sampling={**self.sampling_sent, **self.spec["fixed_sampling"]}, extra=extra)
 
     # -- frames ----------------------------------------------------------------------------------
     def _read_loop(self, ws: Any) -> None:
@@ -337,22 +452,36 @@ class RaonAgent:
         except Exception as exc:  # the socket died under us
             self._inbox.put(("closed", f"connection lost: {type(exc).__name__}: {exc}"))
 
+    def _error_summary(self) -> str:
+        if not self._errors:
+            return ""
+        shown = "; ".join(f"tick {t}: {m}" for t, m in self._errors[-3:])
+        return f" (after {self._error_count} ERROR frame(s) from the gateway, last: {shown})"
+
     def _next(self, timeout: float, doing: str) -> tuple[Any, bytes]:
-        try:
-            kind, payload = self._inbox.get(timeout=timeout)
-        except queue.Empty:
-            raise AgentError(f"Raon gateway sent nothing for {timeout:g} s while {doing}{self._gateway_state()}") from None
-        if kind == "closed":
-            raise AgentError(f"Raon gateway died while {doing}: {payload}{self._gateway_state()}")
-        if kind == "bad":
-            raise AgentError(f"Raon gateway broke the frame protocol while {doing}: {payload}")
-        if kind == ERROR:
-            raise AgentError(f"Raon gateway error while {doing}: {payload.decode(errors='replace')}")
-        if kind == CLOSE:
-            raise AgentError(f"Raon gateway closed the session while {doing}: {payload.decode(errors='replace') or 'no reason'}")
-        if kind not in KIND_NAMES:
-            raise AgentError(f"Raon gateway sent an unknown frame kind {kind} while {doing}")
-        return kind, payload
+        """The next frame that matters; ERROR frames are counted, since upstream goes on after them."""
+        while True:
+            try:
+                kind, payload = self._inbox.get(timeout=timeout)
+            except queue.Empty:
+                raise AgentError(f"Raon gateway sent nothing for {timeout:g} s while {doing}"
+                                 f"{self._error_summary()}{self._gateway_state()}") from None
+            if kind == ERROR:
+                self._error_count += 1
+                if len(self._errors) < MAX_ERRORS_KEPT:  # the demo sends it after the failed tick's audio
+                    tick = self.tick - 1 if self.variant == "demo" and self.tick else self.tick
+                    self._errors.append((tick, payload.decode(errors="replace")))
+                continue
+            if kind == "closed":
+                raise AgentError(f"Raon gateway died while {doing}: {payload}{self._error_summary()}{self._gateway_state()}")
+            if kind == "bad":
+                raise AgentError(f"Raon gateway broke the frame protocol while {doing}: {payload}")
+            if kind == CLOSE:
+                raise AgentError(f"Raon gateway closed the session while {doing}: "
+                                 f"{payload.decode(errors='replace') or 'no reason'}{self._error_summary()}")
+            if kind not in KIND_NAMES:
+                raise AgentError(f"Raon gateway sent an unknown frame kind {kind} while {doing}")
+            return kind, payload
 
     def _expect_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -390,14 +519,32 @@ class RaonAgent:
         self.tick += 1
         return Frame(audio, text)
 
-    def close(self) -> None:
+    def _drain_errors(self) -> None:
+        """ERROR frames that came after the last AUDIO (the demo sends a streak's first ERROR after its audio)."""
+        while True:
+            try:
+                kind, payload = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            if kind == ERROR:
+                self._error_count += 1
+                if len(self._errors) < MAX_ERRORS_KEPT:
+                    self._errors.append((max(self.tick - 1, 0), payload.decode(errors="replace")))
+
+    def close(self) -> dict[str, Any] | None:
+        """End the session; returns the recoverable errors and, for realtime, what the gateway applied."""
         ws, self.ws = self.ws, None
+        if ws is None and self._session_id is None:
+            return None
         if ws is not None:
+            self._drain_errors()
             try:
                 ws.send(bytes([CLOSE]) + b"client_finish")
                 deadline = time.monotonic() + 5
-                while time.monotonic() < deadline:  # the gateway answers CLOSE (or just hangs up)
-                    kind, _ = self._inbox.get(timeout=max(deadline - time.monotonic(), 0.01))
+                while time.monotonic() < deadline:  # realtime answers CLOSE; the demo just hangs up
+                    kind, payload = self._inbox.get(timeout=max(deadline - time.monotonic(), 0.01))
+                    if kind == ERROR:
+                        self._error_count += 1
                     if kind in (CLOSE, "closed"):
                         break
             except Exception:
@@ -408,9 +555,20 @@ class RaonAgent:
                 pass
             if self._reader is not None:
                 self._reader.join(timeout=5)
+        report: dict[str, Any] = {"recoverable_errors": self._error_count,
+                                  "gateway_errors": [[t, m] for t, m in self._errors]}
         if self.variant == "realtime" and self._session_id:
             try:
-                self._http("POST", f"{self.base_url}/realtime/session/finish", {"session_id": self._session_id}, timeout=10)
+                finish = self._http("POST", f"{self.base_url}/realtime/session/finish", {"session_id": self._session_id},
+                                    timeout=30)
+                applied = (finish.get("metadata") or {}).get("session_params") or {}
+                if applied:
+                    report["gateway_applied"] = {k: applied.get(k) for k in ("speaker_audio", "sampling", "speaker_mode")}
+                    if self.speaker_audio and not applied.get("speaker_audio"):
+                        report["voice_applied"] = False  # the gateway could not load the wav: unconditioned voice
             except (urllib.error.URLError, OSError, ValueError):
                 pass  # the gateway finishes the session itself when the socket closes
+            for child in self.result_root.iterdir() if self.result_root.is_dir() else []:
+                shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
         self._session_id = None
+        return report

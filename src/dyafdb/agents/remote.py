@@ -97,10 +97,13 @@ class RemoteAgent:
         self.begin_step(heard)
         return self.end_step()
 
-    def close(self) -> None:
+    def close(self) -> dict[str, Any] | None:
+        """End the session; returns what the worker's agent reported at close (see ``Agent.close``)."""
         if self.proc.poll() is None:
             self._send(wire.encode(wire.CLOSE))
-            self._expect(wire.CLOSED, self.step_timeout_s, "closing the session")
+            payload = self._expect(wire.CLOSED, self.step_timeout_s, "closing the session")
+            return json.loads(payload) if payload else None
+        return None
 
     def shutdown(self) -> None:
         """End the worker process (after the last conversation of a job)."""

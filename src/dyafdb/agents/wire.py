@@ -7,7 +7,7 @@ bridge -> worker                          worker -> bridge
   INIT   json {adapter, model, params}      READY  json {adapter, adapter_version, pid}
   OPEN   json Session                       OPENED json AgentInfo
   STEP   1920 float32 LE samples (heard)    FRAME  1920 float32 LE samples, then json {text, finished}
-  CLOSE  empty                              CLOSED empty
+  CLOSE  empty                              CLOSED empty, or json {...} the agent's close() reported
   QUIT   empty (worker exits 0)             ERROR  json {error, traceback}   (any time)
 
 A conversation is INIT (once per process), then any number of OPEN, STEP*, CLOSE. Models load at

@@ -50,9 +50,8 @@ def serve(in_fd: int, out_fd: int) -> int:
                 frame = check_frame(agent.step(heard), adapter)
                 send(wire.encode_frame(frame.audio, frame.text, frame.finished))
             elif kind == wire.CLOSE:
-                if agent is not None:
-                    agent.close()
-                send(wire.encode(wire.CLOSED))
+                report = agent.close() if agent is not None else None
+                send(wire.encode_json(wire.CLOSED, report) if isinstance(report, dict) else wire.encode(wire.CLOSED))
             elif kind == wire.QUIT:
                 return 0
             else:

@@ -192,9 +192,11 @@ def run_bridge(agents: dict[str, Agent], sessions: dict[str, Session], window_ti
             stepper.stop()
         for side in opened:
             try:
-                agents[side].close()
+                report = agents[side].close()
             except Exception:
-                pass  # the first error is the one worth reporting
+                continue  # the first error is the one worth reporting
+            if isinstance(report, dict) and side in info:  # facts known only after the session ran
+                info[side].setdefault("extra", {}).update(report)
     rec = Recording(audio=audio[:, : ticks * FRAME_SAMPLES].copy(), tokens=tokens)
     return BridgeResult(recording=rec, agent_info=info, end_reason=end_reason, ticks=ticks, wall_time_s=wall,
                         step_wall_s=step_wall, suppressed_text=suppressed)
