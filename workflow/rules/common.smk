@@ -6,6 +6,7 @@ import shlex
 from pathlib import Path
 
 from dyafdb.config import config_overrides, validate_config
+from snakemake.exceptions import WorkflowError
 from dyafdb.suite.design import build_design
 from dyafdb.record.garble import garble_params
 
@@ -66,6 +67,26 @@ RECORD_SITE = {
     "slurm_partition": lambda wc: (SITE_GPU_PARTITION if _record_gpus(wc)[0] else SITE_PARTITION) or None,
     "gpu_model": lambda wc: _record_gpus(wc)[1] if _record_gpus(wc)[0] else None,
 }
+
+
+def preflight_planned_jobs():
+    """Stop before the first job when a planned job is bound to fail: the key of each judge the run
+    will call, the weights and worker of each model it will record, room for its recordings
+    (`dyafdb plan --check` runs every check; this runs those the planned jobs need)."""
+    from dyafdb.commands._preflight import failed, format_checks, judge_key_checks, model_checks, results_checks
+    from dyafdb.suite.plan import RECORDING_BYTES_PER_S
+
+    jobs = list(workflow.dag.needrun_jobs())
+    recordings = [CONVERSATIONS[j.wildcards.conversation] for j in jobs if j.rule.name == "record"]
+    judges = sorted({j.wildcards.judge for j in jobs if j.rule.name == "judge"})
+    checks = judge_key_checks(config, judges) if judges else []
+    if recordings:
+        checks += model_checks(config, {m for r in recordings for m in (r.model_a, r.model_b)})
+        lead_in = float(config["bridge"]["lead_in_s"])
+        checks += results_checks(config, sum((r.window_s + lead_in) * RECORDING_BYTES_PER_S for r in recordings))
+    if failed(checks):
+        raise WorkflowError("preflight failed, nothing was started:\n" + format_checks(checks))
+
 
 # Rules files append their final outputs here; `rule all` reads it lazily, after every include.
 FINAL_TARGETS = []

@@ -1,0 +1,148 @@
+"""Preflight: what would stop a run hours in, checked in seconds before the first record job.
+
+Each check names what failed and how to fix it. `dyafdb plan --check` runs them all; the workflow's
+`onstart` handler runs those that the planned jobs need (keys of the judges it will call, weights
+and workers of the models it will record, room for the recordings it will write).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from dyafdb.agents.checkpoints import expand, resolve_checkpoint
+from dyafdb.errors import InputError
+from dyafdb.judge.settings import judge_settings
+from dyafdb.suite.check import check_scenario
+from dyafdb.suite.design import Conversation
+from dyafdb.suite.scenarios import load_scenario
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def judge_key_checks(config: Mapping[str, Any], judges: Iterable[str] | None = None, root: Path = Path(".")) -> list[Check]:
+    """The API key of each judge the run calls is set (never printed: only the variable's name)."""
+    settings = judge_settings(config, root)
+    out = []
+    for name in (settings.run if judges is None else judges):
+        spec = settings.judge(name)
+        if spec.backend == "llamacpp" or spec.api_key_env is None:
+            out.append(Check(f"judge {name} key", True, f"{spec.backend}: no key needed"))
+            continue
+        present = bool(os.environ.get(spec.api_key_env, "").strip())
+        out.append(Check(f"judge {name} key", present,
+                         f"{spec.api_key_env} is {'set' if present else 'not set'} ({spec.backend} {spec.model})",
+                         "" if present else f"export {spec.api_key_env}=<your key> before starting the run "
+                                            f"(or point judge.judges.{name}.api_key_env at the variable that holds it)"))
+    return out
+
+
+def _conda_envs() -> set[str] | None:
+    try:
+        out = subprocess.run(["conda", "env", "list", "--json"], capture_output=True, text=True, timeout=60, check=True)
+        return {Path(p).name for p in json.loads(out.stdout).get("envs", [])} | {"base"}
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+def _worker_check(model: str, spec: Mapping[str, Any]) -> Check:
+    command = list((spec.get("worker") or {}).get("command") or [sys.executable, "-m", "dyafdb.agents.worker"])
+    exe = shutil.which(command[0])
+    name = f"model {model} worker"
+    if exe is None:
+        return Check(name, False, f"worker command {command[0]!r} is not on PATH",
+                     f"install it or fix models.{model}.worker.command (docs/models.md)")
+    if Path(command[0]).name == "conda" and "-n" in command[:-1]:
+        env = command[command.index("-n") + 1]
+        envs = _conda_envs()
+        if envs is not None and env not in envs:
+            return Check(name, False, f"conda environment {env!r} does not exist",
+                         f"create it: conda env create -n {env} -f envs/{spec.get('adapter')}.yml (README 'Real models')")
+    gateway_cwd = ((spec.get("params") or {}).get("gateway") or {}).get("cwd")
+    if gateway_cwd and not expand(gateway_cwd).is_dir():
+        return Check(name, False, f"gateway folder {expand(gateway_cwd)} does not exist",
+                     f"clone the model's server there or fix models.{model}.params.gateway.cwd")
+    return Check(name, True, f"{' '.join(command[:4])} ... resolves to {exe}")
+
+
+def model_checks(config: Mapping[str, Any], models: Iterable[str]) -> list[Check]:
+    """Each model's weights are on local disk and its worker command resolves."""
+    out = []
+    for model in sorted(set(models)):
+        spec = config["models"][model]
+        params = spec.get("params") or {}
+        if params.get("checkpoint_dir") or params.get("hf_repo"):
+            try:
+                folder = resolve_checkpoint(dict(params), model)
+                out.append(Check(f"model {model} weights", True, str(folder)))
+            except InputError as exc:
+                out.append(Check(f"model {model} weights", False, str(exc).split(". ")[0],
+                                 str(exc).split(". ", 1)[1] if ". " in str(exc) else "see docs/models.md"))
+        if not config["bridge"].get("in_process"):
+            out.append(_worker_check(model, spec))
+    return out
+
+
+def suite_checks(config: Mapping[str, Any], rows: Sequence[Conversation], root: Path = Path(".")) -> list[Check]:
+    """Every scenario the design uses passes the suite rules (`dyafdb scenarios check`)."""
+    scenarios = sorted({(r.archetype, r.scenario) for r in rows})
+    problems = []
+    for archetype, scenario in scenarios:
+        path = Path(root) / config["scenarios_dir"] / archetype / f"{scenario}.yaml"
+        try:
+            problems += [str(p) for p in check_scenario(load_scenario(path))]
+        except InputError as exc:
+            problems.append(str(exc))
+    if problems:
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        return [Check("scenario suite", False, f"{len(problems)} problem(s): {shown}",
+                      f"run `dyafdb scenarios check --root {config['scenarios_dir']}` and fix each file")]
+    return [Check("scenario suite", True, f"{len(scenarios)} scenarios pass the suite rules")]
+
+
+def results_checks(config: Mapping[str, Any], need_bytes: float, root: Path = Path(".")) -> list[Check]:
+    """The results folder can be written and has room for what the run will write."""
+    results = Path(root) / config["results_dir"]
+    try:
+        results.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=results, prefix=".preflight-"):
+            pass
+    except OSError as exc:
+        return [Check("results folder", False, f"{results} is not writable ({exc.strerror or exc})",
+                      "set results_dir to a folder you can write, or fix its permissions")]
+    free = shutil.disk_usage(results).free
+    ok = free >= need_bytes
+    return [Check("results folder", ok, f"{results}: {free / 1e9:,.1f} GB free, the plan needs {need_bytes / 1e9:,.1f} GB",
+                  "" if ok else "free space there or set results_dir to a larger disk (recordings are 192 kB per second)")]
+
+
+def failed(checks: Iterable[Check]) -> list[Check]:
+    return [c for c in checks if not c.ok]
+
+
+def format_checks(checks: Sequence[Check]) -> str:
+    lines = []
+    for c in checks:
+        lines.append(f"  {'ok    ' if c.ok else 'FAILED'} {c.name}: {c.detail}")
+        if not c.ok and c.fix:
+            lines.append(f"         fix: {c.fix}")
+    bad = failed(checks)
+    lines.append(f"preflight: {len(checks) - len(bad)} of {len(checks)} checks pass"
+                 + (f"; {len(bad)} failed: {', '.join(c.name for c in bad)}" if bad else ""))
+    return "\n".join(lines)

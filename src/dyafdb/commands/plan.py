@@ -1,0 +1,77 @@
+"""What a config will cost: conversations per suite and pairing, audio hours, GPU-hours, disk, judge
+calls, tokens and cost. With --check, the preflight too (judge keys, weights, workers, scenarios,
+room in the results folder); exits 1 and names every failed check with its fix."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from dyafdb.commands._common import add_config_argument, load_configs
+from dyafdb.commands._preflight import (failed, format_checks, judge_key_checks, model_checks, results_checks,
+                                        suite_checks)
+from dyafdb.judge.rubric import judge_plan
+from dyafdb.judge.settings import judge_settings
+from dyafdb.suite.design import Conversation, build_design
+from dyafdb.suite.plan import JudgeAsk, estimate_tokens, measured_real_time_factor, plan_run, format_plan
+
+NAME = "plan"
+HELP = "print what the config will cost (conversations, audio and GPU hours, disk, judge calls and cost); --check adds the preflight"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print the plan (and checks) as JSON")
+    parser.add_argument("--check", action="store_true",
+                        help="also run the preflight; exit 1 if any check fails")
+    parser.add_argument("--benchmarks", type=Path, default=Path("benchmarks/record"),
+                        help="benchmark files of finished record jobs, for a measured real-time factor "
+                             "when plan.real_time_factor is not set (default: benchmarks/record)")
+
+
+def judge_asks(config: Mapping[str, Any], rows: Sequence[Conversation], root: Path = Path(".")) -> list[JudgeAsk]:
+    """Each judge the run calls, with the questions per archetype and each template's size."""
+    settings = judge_settings(config, root)
+    plan = judge_plan(sorted({r.archetype for r in rows}))
+    questions: dict[str, list[str]] = {}
+    for archetype, question in plan:
+        questions.setdefault(archetype, []).append(question)
+    sizes = {}
+    for _, question in plan:
+        path = settings.prompts_dir / f"{question}.txt"
+        sizes[question] = estimate_tokens(path.read_text(encoding="utf-8")) if path.is_file() else 0
+    asks = []
+    for name in settings.run:
+        spec = settings.judge(name)
+        asks.append(JudgeAsk(judge=name, model=spec.model, backend=spec.backend, questions=questions,
+                             prompt_tokens=sizes, price_input_per_mtok=spec.price_input_per_mtok,
+                             price_output_per_mtok=spec.price_output_per_mtok, batch=spec.batch,
+                             batch_discount=spec.batch_discount))
+    return asks
+
+
+def build_plan(config: Mapping[str, Any], root: Path, benchmarks: Path | None) -> tuple[list[Conversation], dict[str, Any]]:
+    rows = build_design(dict(config), root)
+    measured = measured_real_time_factor(benchmarks, rows, float(config["bridge"]["lead_in_s"])) if benchmarks else None
+    return rows, plan_run(config, rows, judge_asks(config, rows, root), measured)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_configs(args)
+    rows, plan = build_plan(config, args.root, args.root / args.benchmarks)
+    checks = []
+    if args.check:
+        models = {m for r in rows for m in (r.model_a, r.model_b)}
+        checks = (judge_key_checks(config, root=args.root) + model_checks(config, models)
+                  + suite_checks(config, rows, args.root)
+                  + results_checks(config, plan["disk_gb"]["total"] * 1e9, args.root))
+    if args.json:
+        print(json.dumps({**plan, **({"checks": [c.as_dict() for c in checks]} if args.check else {})}, indent=2))
+    else:
+        print(format_plan(plan))
+        if args.check:
+            print(format_checks(checks), file=sys.stderr if failed(checks) else sys.stdout)
+    return 1 if failed(checks) else 0

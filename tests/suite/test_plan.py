@@ -1,0 +1,161 @@
+"""`dyafdb plan`: what the config costs, and the preflight that stops a run before its first GPU hour."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, scripted_config, write_suite
+from dyafdb.cli import main
+from dyafdb.config import load_config, validate_config
+from dyafdb.suite.design import build_design
+from dyafdb.suite.plan import RECORDING_BYTES_PER_S, JudgeAsk, measured_real_time_factor, plan_run
+
+
+def _plan_json(capsys, *args: str) -> tuple[int, dict]:
+    rc = main(["plan", *args, "--json"])
+    return rc, json.loads(capsys.readouterr().out)
+
+
+def test_default_config_is_7560_conversations_and_126_audio_hours(capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    rc, plan = _plan_json(capsys)
+    assert rc == 0
+    assert plan["conversations"] == 7560 and plan["audio_hours"] == pytest.approx(126.0)
+    assert plan["suites"]["main"]["pairings"]["personaplex+minicpmo"]["conversations"] == 1680
+    # Each record job holds two one-GPU models for (lead-in + window) x factor + model loading.
+    config = load_config(REPO / "config" / "config.yaml")
+    job_s = (60 + config["bridge"]["lead_in_s"]) * 1.0 + config["plan"]["startup_s"]
+    assert plan["gpu_hours"] == pytest.approx(7560 * 2 * job_s / 3600)
+    assert plan["disk_gb"]["recordings"] == pytest.approx(7560 * 61.5 * RECORDING_BYTES_PER_S / 1e9)
+    # Both paper judges answer every question of every conversation of its archetype.
+    by_judge = {j["judge"]: j for j in plan["judges"]}
+    assert set(by_judge) == {"main", "second"}
+    from dyafdb.judge.rubric import questions_for
+    expected_calls = sum(1080 * len(questions_for(a)) for a in config["suites"]["main"]["archetypes"])
+    assert by_judge["main"]["calls"] == expected_calls == by_judge["second"]["calls"]
+    assert plan["judge_calls"] == 2 * expected_calls
+    # Priced from plan.judge_prices (the judge entries set none): Opus costs more than Sonnet.
+    assert by_judge["main"]["cost_usd"] > by_judge["second"]["cost_usd"] > 0
+    assert plan["judge_cost_usd"] == pytest.approx(by_judge["main"]["cost_usd"] + by_judge["second"]["cost_usd"])
+
+
+def test_terminal_output_names_the_headline_figures(capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    assert main(["plan"]) == 0
+    out = capsys.readouterr().out
+    assert "7,560 conversations, 126 audio hours" in out and "GPU-hours" in out and "judge total" in out
+
+
+def _rows(cfg: dict, root: Path):
+    config = validate_config(cfg, "test")
+    return config, build_design(config, root)
+
+
+def test_judge_prices_in_the_judge_entry_win_and_unknown_prices_say_so(tmp_path):
+    write_suite(tmp_path, archetypes=["T1-1"])
+    config, rows = _rows(scripted_config(window_s=60), tmp_path)
+    questions = {"T1-1": ["role_adherence", "role_timing"]}
+    asks = [JudgeAsk("a", "m-priced", "openai", questions, {"role_adherence": 100, "role_timing": 100}, 1.0, 2.0),
+            JudgeAsk("b", "m-unknown", "openai", questions),
+            JudgeAsk("c", "claude-opus-5", "anthropic", questions, batch=True)]
+    plan = plan_run(config, rows, asks)
+    a, b, c = plan["judges"]
+    assert a["calls"] == 2 * len(rows)
+    # 60 s of transcript at 400 tokens a minute, plus a 100-token template, per call.
+    assert a["input_tokens"] == 2 * len(rows) * (400 + 100)
+    assert a["cost_usd"] == pytest.approx((a["input_tokens"] * 1.0 + a["output_tokens"] * 2.0) / 1e6)
+    assert b["cost_usd"] is None and "judge.judges.b.price_input_per_mtok" in b["price_source"]
+    assert plan["judge_cost_usd"] is None
+    full = (c["input_tokens"] * 15.0 + c["output_tokens"] * 75.0) / 1e6
+    assert c["cost_usd"] == pytest.approx(full * 0.5)  # the Message Batches discount
+
+
+def test_real_time_factor_from_config_then_benchmarks_then_default(tmp_path):
+    write_suite(tmp_path, archetypes=["T1-1"])
+    cfg = scripted_config(window_s=10)
+    cfg["models"]["talker"]["resources"] = {"gpus": 1}
+    config, rows = _rows(cfg, tmp_path)
+    bench = tmp_path / "benchmarks" / "record"
+    assert measured_real_time_factor(bench, rows, 1.5) is None
+    bench.mkdir(parents=True)
+    for row, wall in zip(rows[:3], (23.0, 46.0, 69.0)):  # 11.5 s recorded: factors 2, 4, 6
+        (bench / f"{row.conversation_id}.tsv").write_text(f"s\th:m:s\tmax_rss\n{wall}\t0:00:{int(wall)}\t100\n")
+    measured = measured_real_time_factor(bench, rows, 1.5)
+    assert measured == (pytest.approx(4.0), 3)
+    plan = plan_run(config, rows, [], measured)
+    assert plan["real_time_factor"]["value"] == pytest.approx(4.0) and plan["real_time_factor"]["startup_s"] == 0
+    gpu_jobs = [r for r in rows if "talker" in (r.model_a, r.model_b)]
+    gpus = sum((r.model_a == "talker") + (r.model_b == "talker") for r in gpu_jobs)
+    assert plan["gpu_hours"] == pytest.approx(gpus * 11.5 * 4.0 / 3600)
+    config["plan"]["real_time_factor"] = 2.0
+    plan = plan_run(config, rows, [], measured)
+    assert plan["real_time_factor"]["source"] == "config plan.real_time_factor"
+    assert plan["gpu_hours"] == pytest.approx(gpus * (11.5 * 2.0 + config["plan"]["startup_s"]) / 3600)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    # One of the repository's scenarios: the synthetic ones are filler that the suite rules reject.
+    source = sorted((REPO / "scenarios" / "T1-1").glob("*.yaml"))[0]
+    (tmp_path / "scenarios" / "T1-1").mkdir(parents=True)
+    (tmp_path / "scenarios" / "T1-1" / source.name).write_text(source.read_text())
+    cfg = scripted_config()
+    cfg["judge"] = {"prompts_dir": str(REPO / "config" / "judge")}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    return tmp_path, cfg
+
+
+def test_check_fails_without_the_judge_key_and_names_the_fix(project, capsys):
+    tmp, _ = project
+    rc = main(["plan", "--config", "config.yaml", "--check"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "FAILED judge main key: ANTHROPIC_API_KEY is not set" in err
+    assert "fix: export ANTHROPIC_API_KEY=" in err
+    assert "2 failed: judge main key, judge second key" in err
+
+
+def test_check_passes_with_the_key_and_never_prints_it(project, capsys, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret-value-123")
+    rc, plan = _plan_json(capsys, "--config", "config.yaml", "--check")
+    assert rc == 0, plan["checks"]
+    assert {c["name"] for c in plan["checks"]} >= {"judge main key", "judge second key", "scenario suite", "results folder"}
+    assert "sk-secret-value-123" not in json.dumps(plan)
+
+
+def test_check_names_missing_weights_unresolvable_workers_and_an_unwritable_results_folder(project, capsys, monkeypatch):
+    tmp, cfg = project
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    cfg["models"]["talker"]["params"]["checkpoint_dir"] = str(tmp / "no-weights-here")
+    cfg["models"]["quiet"]["worker"] = {"command": ["no-such-launcher-xyz", "-m", "dyafdb.agents.worker"]}
+    cfg["bridge"]["in_process"] = False
+    (tmp / "blocker").write_text("a file where the results folder should go")
+    cfg["results_dir"] = "blocker/results"
+    (tmp / "config.yaml").write_text(yaml.safe_dump(cfg))
+    rc, plan = _plan_json(capsys, "--config", "config.yaml", "--check")
+    assert rc == 1
+    bad = {c["name"]: c for c in plan["checks"] if not c["ok"]}
+    assert set(bad) == {"model talker weights", "model quiet worker", "results folder"}
+    assert "no-weights-here" in bad["model talker weights"]["detail"] and bad["model talker weights"]["fix"]
+    assert "no-such-launcher-xyz" in bad["model quiet worker"]["detail"]
+    assert "models.quiet.worker.command" in bad["model quiet worker"]["fix"]
+    assert "not writable" in bad["results folder"]["detail"] and "results_dir" in bad["results folder"]["fix"]
+
+
+def test_check_reports_scenarios_that_break_the_suite_rules(project, capsys, monkeypatch):
+    tmp, _ = project
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    path = next((tmp / "scenarios" / "T1-1").glob("*.yaml"))
+    doc = yaml.safe_load(path.read_text())
+    doc["sides"]["b"]["name"] = doc["sides"]["a"]["name"]  # breaks the suite rule "names"
+    path.write_text(yaml.safe_dump(doc))
+    rc, plan = _plan_json(capsys, "--config", "config.yaml", "--check")
+    assert rc == 1
+    bad = [c for c in plan["checks"] if not c["ok"]]
+    assert [c["name"] for c in bad] == ["scenario suite"] and "dyafdb scenarios check" in bad[0]["fix"]

@@ -1,0 +1,46 @@
+"""The workflow's preflight (`onstart`): a run bound to fail stops in seconds, before any record job."""
+
+from __future__ import annotations
+
+import time
+
+import yaml
+
+from conftest import REPO, scripted_config, write_suite
+
+
+def _project(tmp_path, monkeypatch, cfg: dict):
+    write_suite(tmp_path, archetypes=["T1-1"])
+    cfg["judge"] = {**cfg.get("judge", {}), "prompts_dir": str(REPO / "config" / "judge")}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+def test_missing_judge_key_stops_the_run_before_any_recording(tmp_path, monkeypatch):
+    from test_resume import snakemake
+
+    _project(tmp_path, monkeypatch, scripted_config())
+    start = time.monotonic()
+    run = snakemake(tmp_path)
+    elapsed = time.monotonic() - start
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out
+    assert "preflight failed" in out and "ANTHROPIC_API_KEY is not set" in out and "fix: export ANTHROPIC_API_KEY" in out
+    assert not (tmp_path / "results" / "recordings").exists() and not (tmp_path / "logs" / "record").exists()
+    assert elapsed < 60
+
+
+def test_missing_weights_stop_a_recording_run_naming_the_model(tmp_path, monkeypatch):
+    from test_resume import snakemake
+
+    cfg = scripted_config()
+    cfg["models"]["quiet"]["params"]["checkpoint_dir"] = str(tmp_path / "weights-not-here")
+    _project(tmp_path, monkeypatch, cfg)
+    design = tmp_path / "results" / "design" / "conversations.tsv"
+    run = snakemake(tmp_path, "--until", "record")
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out
+    assert "FAILED model quiet weights" in out and "weights-not-here" in out
+    # Recording only: no judge is called, so its key is not asked for.
+    assert "ANTHROPIC_API_KEY" not in out
+    assert not (tmp_path / "results" / "recordings").exists() and not design.exists()
