@@ -99,3 +99,49 @@ def test_worker_crash_through_the_cli_leaves_no_recording(tmp_path, capsys):
     assert main(["record", "--config", path, "--root", str(tmp_path), "--id", cid]) == 3
     assert "agent crashy: worker error while stepping: RuntimeError: boom" in capsys.readouterr().err
     assert not (tmp_path / "results" / "recordings" / cid / "meta.json").exists()
+
+
+# ------------------------------------------------------------------ ids (issue 15, item 7)
+
+
+def _recording_at(folder, cid):
+    from scoring_fixtures import write_recording_from_segments
+
+    return write_recording_from_segments(folder, {"a": [(2, 12)], "b": [(20, 30)]}, 40, conversation_id=cid,
+                                         archetype="T1-1", scenario="t1-1-fixture-01")
+
+
+def test_an_id_that_climbs_out_of_the_results_folder_is_refused_everywhere(tmp_path, capsys):
+    from scoring_fixtures import write_project
+
+    write_project(tmp_path, ["T1-1"])
+    _recording_at(tmp_path / "x", "x")  # what results/recordings/../../x points at
+    cfg = ["--config", str(tmp_path / "config.yaml"), "--root", str(tmp_path)]
+    for command in (["score"], ["segments"], ["transcript"], ["mechanical"], ["record"], ["garble"], ["view"]):
+        assert main([*command, *cfg, "--id", "../../x"]) == 2, command
+        err = capsys.readouterr().err
+        assert "--id = '../../x' is not a conversation id" in err and "Traceback" not in err, (command, err)
+    assert not list(tmp_path.glob("x.*")) and sorted(p.name for p in tmp_path.iterdir()) == [
+        "config.yaml", "scenarios", "x"]
+
+
+def test_a_recording_outside_the_design_can_still_be_scored(tmp_path):
+    from scoring_fixtures import write_project
+
+    write_project(tmp_path, ["T1-1"])
+    _recording_at(tmp_path / "results/recordings/by-hand.take-2", "by-hand.take-2")
+    assert main(["score", "--config", str(tmp_path / "config.yaml"), "--root", str(tmp_path), "--id", "by-hand.take-2"]) == 0
+    assert (tmp_path / "results/measures/by-hand.take-2.json").exists()
+
+
+def test_design_ids_and_the_workflow_wildcard_use_the_one_id_pattern(tmp_path):
+    import re
+
+    from conftest import REPO
+    from dyafdb.suite.ids import ID_PATTERN
+
+    write_suite(tmp_path)
+    cfg = scripted_config(archetypes=["T1-1", "T4-2"], window_s=7.5)
+    rows = build_design(load_config(write_config(tmp_path, cfg)), tmp_path)
+    assert rows and all(re.fullmatch(ID_PATTERN, r.conversation_id) for r in rows)
+    assert "conversation=ID_PATTERN" in (REPO / "workflow/rules/common.smk").read_text()

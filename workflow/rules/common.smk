@@ -8,6 +8,7 @@ from pathlib import Path
 from dyafdb.config import config_overrides, validate_config
 from snakemake.exceptions import WorkflowError
 from dyafdb.suite.design import build_design
+from dyafdb.suite.ids import ID_PATTERN
 from dyafdb.record.garble import garble_params
 
 CONFIG_FILES = [str(p) for p in (workflow.overwrite_configfiles or ["config/config.yaml"])]
@@ -93,7 +94,7 @@ FINAL_TARGETS = []
 
 
 wildcard_constraints:
-    conversation=r"[a-z0-9][a-z0-9._-]*",
+    conversation=ID_PATTERN,
 
 
 def final_targets(wildcards):

@@ -7,6 +7,7 @@ import time
 from typing import Sequence
 
 from dyafdb.commands._common import add_config_argument, load_configs
+from dyafdb.suite.ids import check_id
 
 
 def add_score_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +20,7 @@ def run_stages(args: argparse.Namespace, stages: Sequence[str]) -> int:
     from dyafdb.score.conversation import score_conversation
 
     config = load_configs(args)
-    for cid in args.ids:
+    for cid in map(check_id, args.ids):
         t0 = time.perf_counter()
         paths = score_conversation(config, args.root, cid, stages)
         wrote = {"segments": paths.segments, "transcript": paths.transcript_txt, "measures": paths.measures}

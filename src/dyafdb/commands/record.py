@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dyafdb.commands._common import add_config_argument, load_configs
 from dyafdb.suite.design import build_design, find_conversation
+from dyafdb.suite.ids import check_id
 
 NAME = "record"
 HELP = "record one or more conversations (by id) into <out>/<id>/{audio.wav,text.jsonl,meta.json,garble.json}"
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         config["bridge"]["in_process"] = True
     config["bridge"]["progress"] = config["bridge"].get("progress", True) and not args.no_progress and sys.stderr.isatty()
     rows = build_design(config, args.root)
-    chosen = [find_conversation(rows, cid) for cid in args.ids]
+    chosen = [find_conversation(rows, check_id(cid)) for cid in args.ids]
     out = args.out or args.root / config["results_dir"] / "recordings"
     # Models config marks garble_check are checked by the garble watcher and recorded again while flagged.
     for meta, garble in record_many_checked(config, chosen, out, args.root, args.log_dir):

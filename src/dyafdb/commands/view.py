@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from dyafdb.commands._common import add_config_argument, load_configs
+from dyafdb.suite.ids import check_id
 
 NAME = "view"
 HELP = "static site: conversation pages (audio, waveforms, transcript, measures, judges) and blind annotation"
@@ -61,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     if args.seed is not None:
         changes["seed"] = args.seed
     settings = dataclasses.replace(settings, **changes)
-    summary = build_site(config, args.root, settings, ids=args.ids, jobs=args.jobs, annotation_only=args.annotation_only)
+    ids = [check_id(i) for i in args.ids] if args.ids else None
+    summary = build_site(config, args.root, settings, ids=ids, jobs=args.jobs, annotation_only=args.annotation_only)
     print(f"open {Path(summary.out).resolve() / 'index.html'} (file://) or serve {summary.out} with any static server")
     return 0
