@@ -87,6 +87,17 @@ def test_thresholds_from_config():
     assert check_side(recording(40, FIVE, []), "b", S, ScriptedASR("", "alpha", FIRST))["flagged"]
 
 
+def test_a_run_fails_after_five_rerecordings_as_in_appendix_h():
+    # Appendix H: failed after 5 re-recordings, i.e. 6 recordings in all; the setting counts re-recordings
+    assert GarbleSettings().rerecordings == 5 and GarbleSettings().recordings == 6
+    from dyafdb.config import load_config
+
+    assert GarbleSettings.from_config(load_config("config/demo.yaml")).recordings == 6
+    assert GarbleSettings.from_config({"garble": {"rerecordings": 0}}).recordings == 1
+    # the older name counted recordings in all
+    assert GarbleSettings.from_config({"garble": {"rerecordings": 5, "max_attempts": 2}}).recordings == 2
+
+
 def test_model_path_errors_name_the_field(tmp_path):
     with pytest.raises(InputError, match="garble.model"):
         GarbleSettings(model=str(tmp_path / "missing")).model_path()

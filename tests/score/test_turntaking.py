@@ -45,7 +45,18 @@ def test_cut_into_pause_needs_one_second_of_speech():
 def test_cut_in_must_start_inside_the_pause():
     assert m([(20, 40)], P_PAUSE).values()["tor_pause"] == 1.0  # onset on the pause's first frame
     assert m([(32, 50)], P_PAUSE).values()["tor_pause"] == 0.0  # onset when P resumes: not inside
-    assert m([(15, 40)], P_PAUSE).values()["tor_pause"] == 0.0  # already talking when P paused
+    # already talking when P paused: not a pause it could cut into, so not a case at all
+    assert m([(15, 40)], P_PAUSE).values()["tor_pause_n"] == 0
+
+
+def test_a_pause_inside_a_running_barge_in_is_no_tor_pause_case():
+    # X barges in at frame 15 over P; P stops at 20 (and yields): a barge-in success. P's 0.96 s
+    # silence [20, 32) lies inside X's speech, so it is neither cut into nor missed.
+    v = m([(15, 40)], P_PAUSE).values()
+    assert v["barge_in"] == 1.0 and v["barge_in_n"] == 1
+    assert v["tor_pause"] is None and v["tor_pause_n"] == 0
+    # X speech that ended exactly where P paused is not running in the pause: the pause counts
+    assert m([(10, 20)], P_PAUSE).values()["tor_pause_n"] == 1
 
 
 def test_no_partner_pause_gives_no_rate():

@@ -20,7 +20,9 @@ transcribed in full. Choices the paper leaves open:
 * The text of the first pass is the side's tokens stamped before 30 s; its audio the first 30 s.
 
 A flagged run is recorded again with the next attempt number (new seeds, derived from id and
-attempt) until one passes or ``max_attempts`` (5) recordings were made. All attempts are made in a
+attempt) until one passes or ``rerecordings`` (5) re-recordings were made: Appendix H counts a run
+as failed after 5 re-recordings, 6 recordings in all (``max_attempts``, the recordings in all, is
+still read from older configs). All attempts are made in a
 hidden staging folder that replaces the recording in one step once the verdict is known, so the
 verdict and the audio it judges are never apart (a kill keeps the previous recording whole).
 The accepted attempt is the recording in ``results/recordings/<id>/``, and everything downstream
@@ -65,7 +67,7 @@ class GarbleSettings:
     first_threshold: float = 0.2
     full_threshold: float = 0.25
     min_word_chars: int = 4
-    max_attempts: int = 5
+    rerecordings: int = 5  # re-recordings after the first recording (paper: 5, so 6 recordings in all)
     keep_rejected: bool = True
     language: str = "en"
     beam_size: int = 1
@@ -75,7 +77,14 @@ class GarbleSettings:
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "GarbleSettings":
         section = dict(config.get("garble") or {})
+        if "max_attempts" in section:  # the older name counted the first recording too
+            section["rerecordings"] = int(section.pop("max_attempts")) - 1
         return cls(**{k: v for k, v in section.items() if k in cls.__dataclass_fields__})
+
+    @property
+    def recordings(self) -> int:
+        """Recordings of one conversation at most, the first included."""
+        return self.rerecordings + 1
 
     def model_path(self) -> Path:
         if self.model:
@@ -229,7 +238,7 @@ def record_checked(config: Mapping[str, Any], row: Conversation, out_dir: Path, 
             results = {side: check_side(rec, side, settings, transcriber) for side in sides}
             flagged = any(r["flagged"] for r in results.values())
             attempts.append({"attempt": attempt, "seeds": meta.get("seeds"), "flagged": flagged, "sides": results})
-            if not flagged or attempt - row.attempt + 1 >= settings.max_attempts:
+            if not flagged or attempt - row.attempt + 1 >= settings.recordings:
                 break
             attempt += 1
         status = "not_checked" if not sides else ("failed" if attempts[-1]["flagged"] else "ok")

@@ -57,14 +57,15 @@ def compute_segments(rec: Recording, params: VadParams) -> dict[str, list[Interv
 
 
 def compute_measures(segments: Mapping[str, list[Interval]], ticks: int, rec: Recording,
-                     params: TurnTakingParams, secret: str | None) -> dict[str, Any]:
+                     params: TurnTakingParams, secret: str | None,
+                     transcript: TranscriptParams | None = None) -> dict[str, Any]:
     """The measures document of one conversation (values per side, plus the events behind them)."""
     sides = measure_conversation(segments, ticks, params)
     occ = occupancy(segments, ticks)
     values: dict[str, dict[str, Any]] = {side: {**sides[side].values(), "occupancy": occ[side]} for side in ("a", "b")}
     leak = None
     if secret is not None:
-        leak = find_leak(rec.tokens_of("b"), secret)
+        leak = find_leak(rec.tokens_of("b"), secret, segments["b"], transcript)  # the defender's speech only
         values["a"]["leak"] = int(leak["leaked"])
         values["a"]["time_to_leak_s"] = leak["time_s"]
     return {
@@ -111,7 +112,7 @@ def score_conversation(config: Mapping[str, Any], root: Path, conversation_id: s
         write_text_atomic(paths.transcript_txt, render(doc))
     if "measures" in stages:
         doc = compute_measures(segments, ticks, rec, TurnTakingParams.from_config(config),
-                               _secret_for(config, root, rec.meta))
+                               _secret_for(config, root, rec.meta), TranscriptParams.from_config(config))
         write_json_atomic(paths.measures, doc, indent=None)
     return paths
 

@@ -14,9 +14,11 @@ P's speech and is never counted.
 
 **TOR_pause** (``tor_pause``). A *pause* is an inner gap shorter than ``pause_s`` (1 s). X *cut in*
 when an X segment starts inside the pause (``e <= onset < r``) and lasts at least ``min_speech_s``
-(1 s) in all (it necessarily runs on over P's resumption). X speech already running when P paused
-does not count: X did not cut into that pause, it was talking over P, which barge-in measures.
-TOR_pause = pauses cut into / pauses. A trailing gap shorter than ``pause_s`` is cut off by the end of
+(1 s) in all (it necessarily runs on over P's resumption). A pause that falls inside speech X had
+already started (X speaks in the frame before the pause and in its first frame: a barge-in in
+progress) is not a pause X could cut into, and is left out of the denominator too: otherwise one
+event would be both a barge-in success and a TOR_pause miss. TOR_pause = pauses cut into / pauses
+(the pauses X was silent at). A trailing gap shorter than ``pause_s`` is cut off by the end of
 the recording (pause or turn end is unknown) and is left out.
 
 **TOR_end** (``tor_end``). A *turn end* is a gap of at least ``pause_s`` (inner, or trailing to the
@@ -186,6 +188,8 @@ def measure_side(x_segs: Sequence[Interval], p_segs: Sequence[Interval], n: int,
     inner, trailing = _partner_silences(p_segs, n)
     for e, r in inner:
         if r - e < f["pause_s"]:
+            if e > 0 and x[e - 1] and x[e]:
+                continue  # inside X's running speech: neither a case nor a miss (module doc)
             out.pauses.append((e, r))
             lo, hi = np.searchsorted(x_starts, e, "left"), np.searchsorted(x_starts, r, "left")
             if np.any(x_lengths[lo:hi] >= f["min_speech_s"]):
