@@ -136,9 +136,14 @@ class BatchedMoshi:
         # Kept so close() can leave streaming and the models can host a new engine (tests, benchmarks).
         self._streams = [self.mimi.streaming(capacity), self.lm_gen.streaming(capacity)]
         self._slots: dict[int, _Slot] = {}
-        self._text_noise = torch.ones(capacity, max(self.k_text, 1), device=self.device)
-        self._audio_noise = torch.ones(capacity, self.dep_q, max(self.k_audio, 1), device=self.device)
+        # Noise is drawn on the CPU (the same numbers on every device) into staging rows, then copied
+        # in one transfer into static device buffers that the sampler (and a CUDA graph) reads.
+        self._text_noise_cpu = torch.ones(capacity, max(self.k_text, 1))
+        self._audio_noise_cpu = torch.ones(capacity, self.dep_q, max(self.k_audio, 1))
+        self._text_noise = self._text_noise_cpu.to(self.device)
+        self._audio_noise = self._audio_noise_cpu.to(self.device)
         self._sampler = _RowNoiseSampler(self._text_noise, self._audio_noise)
+        self._input_cpu = np.zeros((capacity, 1, FRAME_SAMPLES), dtype=np.float32)
         self._input = torch.zeros(capacity, 1, FRAME_SAMPLES, device=self.device)
         self.stats = TickStats()
 
@@ -184,9 +189,12 @@ class BatchedMoshi:
         for slot in slots:
             gen = self._slots[slot].generator
             if self.k_text:
-                self._text_noise[slot].copy_(torch.empty(self.k_text).exponential_(1, generator=gen))
+                self._text_noise_cpu[slot].exponential_(1, generator=gen)
             if self.k_audio:
-                self._audio_noise[slot].copy_(torch.empty(self.dep_q, self.k_audio).exponential_(1, generator=gen))
+                self._audio_noise_cpu[slot].exponential_(1, generator=gen)
+        if self._text_noise.data_ptr() != self._text_noise_cpu.data_ptr():
+            self._text_noise.copy_(self._text_noise_cpu, non_blocking=False)
+            self._audio_noise.copy_(self._audio_noise_cpu, non_blocking=False)
 
     def step(self, heard: dict[int, np.ndarray]) -> dict[int, Frame]:
         """Advance the given slots by one frame in one batched pass; other slots keep their state."""
@@ -202,9 +210,10 @@ class BatchedMoshi:
             exec_mask = torch.zeros(self.capacity, dtype=torch.bool)
             exec_mask[slots] = True
             exec_dev = exec_mask.to(self.device)
-            self._input.zero_()
+            self._input_cpu.fill(0.0)
             for slot in slots:
-                self._input[slot, 0].copy_(torch.from_numpy(np.ascontiguousarray(heard[slot], dtype=np.float32)))
+                self._input_cpu[slot, 0] = heard[slot]
+            self._input.copy_(torch.from_numpy(self._input_cpu))
             self.mimi.set_exec_mask(exec_dev)
             codes = self.mimi.encode(self._input)
             first = [s for s in slots if self._slots[s].skip_first_frame and self._slots[s].frames == 0]
@@ -227,7 +236,8 @@ class BatchedMoshi:
             if bool(generated.any()):
                 self.mimi.set_exec_mask(generated)
                 pcm = self.mimi.decode(tokens[:, 1:1 + AGENT_CODEBOOKS].clamp(min=0))
-            tokens_cpu = tokens[:, 0, 0].cpu().numpy()
+            all_tokens = tokens[:, :, 0].cpu().numpy()
+            tokens_cpu = all_tokens[:, 0]
             gen_cpu = generated.cpu().numpy()
             pcm_cpu = pcm[:, 0].float().cpu().numpy() if pcm is not None else None
         out: dict[int, Frame] = {}
@@ -240,5 +250,5 @@ class BatchedMoshi:
         self.stats.ticks += 1
         self.stats.stepped += len(slots)
         self.stats.batch_sizes.append(len(slots))
-        self.last_tokens = {slot: tokens[slot, :, 0].cpu().numpy().copy() for slot in slots}
+        self.last_tokens = {slot: all_tokens[slot].copy() for slot in slots}
         return out

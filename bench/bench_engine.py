@@ -1,0 +1,136 @@
+"""Cost of one conversation's frame when sessions share a batched Moshi engine (random weights).
+
+    python bench/bench_engine.py                          # CPU, scaled tiny model, batch 1,2,4,8,16
+    python bench/bench_engine.py --device cuda --size full --dtype bfloat16 --batch 1,8,16,32 [--no-cuda-graph]
+
+A tick is one batched step of the engine (``dyafdb.agents.moshi.engine.BatchedMoshi``): Mimi
+encode of every session's heard frame, one LM step with the depformer, Mimi decode, per-session
+sampling. The model is moshi's own Mimi + LMModel built from ``loaders`` configs. ``--size tiny`` is
+the tests' tiny configuration (tests/standins/moshi_tiny.py) scaled up (LM dim 384, 6 layers,
+depformer 192 x 2; Mimi as in the tests) so one batch-1 tick takes 10-50 ms on one CPU thread;
+``--size full`` is the 7B Moshi/PersonaPlex shape with the full Mimi (GPU only).
+
+Prints one JSON line per batch size: median and p90 ms per tick, ms per conversation-frame
+(tick / batch) and its ratio to batch 1 (target at batch 8: <= 0.3), and a header line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "standins"))
+
+FRAME_MS = 80.0
+
+
+def build(args: argparse.Namespace):
+    import torch
+    from moshi.models import loaders
+
+    dtype = getattr(torch, args.dtype)
+    lm_kwargs = dict(loaders._lm_kwargs)
+    mimi_config = None
+    if args.size == "tiny":
+        import moshi_tiny
+
+        lm_kwargs = moshi_tiny.tiny_lm_kwargs(text_card=1000, dep_q=args.dep_q)
+        lm_kwargs.update(dim=args.dim, num_heads=8, num_layers=args.layers, context=250, depformer_dim=args.dim // 2,
+                         depformer_dim_feedforward=args.dim, depformer_num_heads=4, depformer_num_layers=2)
+        mimi_config = moshi_tiny.tiny_mimi_config()
+    lm_kwargs["dep_q"] = args.dep_q
+    torch.manual_seed(0)
+    t0 = time.perf_counter()
+    lm = loaders.get_moshi_lm(None, lm_kwargs=lm_kwargs, device=args.device, dtype=dtype)
+    lm.eval()
+    mimi = loaders.get_mimi(None, mimi_config=mimi_config or copy.deepcopy(loaders._mimi_config),
+                            device=args.device, num_codebooks=8)
+    if args.device.startswith("cuda"):
+        torch.cuda.synchronize()
+    return lm, mimi, time.perf_counter() - t0, sum(p.numel() for p in lm.parameters())
+
+
+class _Tokens:
+    """Text pieces are not measured; the engine needs only id_to_piece for non-padding ids."""
+
+    def id_to_piece(self, i: int) -> str:
+        return f"t{i}"
+
+
+def time_batch(lm, mimi, batch: int, args: argparse.Namespace) -> dict:
+    import numpy as np
+    import torch
+
+    from dyafdb.agents.moshi.engine import BatchedMoshi
+    from dyafdb.agents.moshi.stack import DEFAULT_SAMPLING
+
+    cuda = args.device.startswith("cuda")
+    engine = BatchedMoshi(mimi, lm, _Tokens(), batch, DEFAULT_SAMPLING, device=args.device)
+    rng = np.random.default_rng(batch)
+    try:
+        slots = [engine.join(seed=i) for i in range(batch)]
+        ticks = []
+        for i in range(args.warmup + args.frames):
+            heard = {s: (rng.standard_normal(1920) * 0.05).astype(np.float32) for s in slots}
+            if cuda:
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            engine.step(heard)  # returns numpy frames: the device work is done when it returns
+            if i >= args.warmup:
+                ticks.append((time.perf_counter() - t0) * 1000)
+    finally:
+        engine.close()
+    median = statistics.median(ticks)
+    row = {"batch": batch, "tick_ms_median": round(median, 2),
+           "tick_ms_p90": round(sorted(ticks)[int(0.9 * (len(ticks) - 1))], 2),
+           "ms_per_conversation_frame": round(median / batch, 3),
+           "within_80ms_frame": median <= FRAME_MS}
+    if cuda:
+        row["max_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2 ** 30, 2)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--size", choices=["tiny", "full"], default="tiny")
+    parser.add_argument("--dim", type=int, default=384, help="tiny size: LM width")
+    parser.add_argument("--layers", type=int, default=6, help="tiny size: LM layers")
+    parser.add_argument("--dep-q", type=int, default=8, help="8 = Moshi, 16 = PersonaPlex's depformer")
+    parser.add_argument("--batch", default="1,2,4,8,16", help="comma-separated batch sizes")
+    parser.add_argument("--frames", type=int, default=40, help="timed ticks per batch size")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed ticks first (CUDA graph capture)")
+    parser.add_argument("--threads", type=int, default=1, help="CPU: torch intra-op threads")
+    parser.add_argument("--no-cuda-graph", action="store_true", help="eager GPU steps (moshi's NO_CUDA_GRAPH)")
+    args = parser.parse_args()
+    if args.no_cuda_graph:
+        os.environ["NO_CUDA_GRAPH"] = "1"  # read by moshi's CUDAGraphed at each engine's construction
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    lm, mimi, build_s, params = build(args)
+    cuda = args.device.startswith("cuda")
+    print(json.dumps({"device": torch.cuda.get_device_name(0) if cuda else f"cpu x{args.threads} thread(s)",
+                      "torch": torch.__version__, "dtype": args.dtype, "size": args.size, "dep_q": args.dep_q,
+                      "cuda_graphs": cuda and not args.no_cuda_graph,
+                      "lm_params_m": round(params / 1e6, 1), "build_s": round(build_s, 1)}), flush=True)
+    base = None
+    for batch in (int(b) for b in args.batch.split(",")):
+        row = time_batch(lm, mimi, batch, args)
+        if batch == 1:
+            base = row["ms_per_conversation_frame"]
+        if base:
+            row["per_conversation_vs_batch_1"] = round(row["ms_per_conversation_frame"] / base, 3)
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
