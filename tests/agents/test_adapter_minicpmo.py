@@ -1,15 +1,15 @@
-"""MiniCPM-o adapter with a stand-in model: chunking, output FIFO, backpressure, text stamping.
+"""MiniCPM-o adapter with stand-ins of the upstream duplex code: chunking, output FIFO, backpressure,
+text stamping, and the settings the official demo uses.
 
-The stand-in has MiniCPMODuplex's method signatures (prepare / streaming_prefill /
-streaming_generate / set_session_stop, and its chunk-size attributes), buffers audio the way the
-real ``streaming_prefill`` does, takes realistic compute time per chunk, and returns output whose
-sample values say which chunk and which sample they are, so any dropped or duplicated sample shows.
+The stand-ins (tests/standins/minicpmo_duplex.py) mirror OpenBMB/minicpm-o-4_5-pytorch-simple-demo @
+c7e1660: the unified code's init_unified / DuplexCapability (force_listen_count, listen = 24,000 zeros
+with is_listen true, finalize_unit before the next prefill, length_penalty) and MiniCPMODuplex.
 """
 
 from __future__ import annotations
 
+import json
 import math
-import threading
 import time
 from pathlib import Path
 
@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+import minicpmo_duplex
+from minicpmo_duplex import HubMiniCPMO, UnifiedMiniCPMO
 from dyafdb.agents.base import AgentError, Session
 from dyafdb.agents.minicpmo import DEFAULT_SAMPLING, MiniCPMOAgent
 from dyafdb.agents.resample import resample_whole
@@ -27,89 +29,17 @@ from dyafdb.errors import InputError
 ROLE = "You are Avery. You want a table for two at seven."
 
 
-def chunk_value(k: int, i: np.ndarray) -> np.ndarray:
-    """Never zero; encodes chunk k and sample i exactly in float32."""
-    return (0.25 + 0.01 * k + (i % 4096) * 2.0 ** -20).astype(np.float32)
-
-
-class StandInDuplex:
-    """MiniCPMODuplex's duplex surface with the real signatures; compute is time.sleep."""
-
-    CHUNK_MS = 1000
-    FIRST_CHUNK_MS = 1035
-    SAMPLE_RATE = 16000
-
-    def __init__(self, prefill_s: float = 0.02, generate_s: float = 0.06, fail_at: int | None = None):
-        self.prefill_s, self.generate_s, self.fail_at = prefill_s, generate_s, fail_at
-        self.prepared: dict = {}
-        self.received: list[np.ndarray] = []
-        self.generate_kwargs: list[dict] = []
-        self.outputs: list[np.ndarray | None] = []
-        self.busy = threading.Lock()
-        self.stopped = False
-
-    def prepare(self, prefix_system_prompt=None, suffix_system_prompt=None, ref_audio=None, prompt_wav_path=None,
-                context_previous_marker="\n\nprevious: "):
-        self.prepared = dict(prefix=prefix_system_prompt, suffix=suffix_system_prompt, ref_audio=ref_audio,
-                             prompt_wav_path=prompt_wav_path)
-        self.buffer = np.zeros(0, dtype=np.float32)
-        self.chunk_idx = 0
-        self.stopped = False
-        return (prefix_system_prompt or "") + "[audio embedding]" + (suffix_system_prompt or "")
-
-    def streaming_prefill(self, audio_waveform=None, frame_list=None, text_list=None, max_slice_nums=1,
-                          batch_vision_feed=False):
-        assert self.busy.acquire(blocking=False), "prefill while another chunk is being computed"
-        try:
-            time.sleep(self.prefill_s)
-            self.received.append(np.array(audio_waveform, copy=True))
-            self.buffer = np.concatenate([self.buffer, audio_waveform])
-            if self.chunk_idx == 0:  # the real model left-pads a short first chunk to 1,035 ms ...
-                need_pad = self.FIRST_CHUNK_MS * 16 - len(self.buffer)
-                if need_pad > 0:
-                    self.buffer = np.concatenate([np.zeros(need_pad, np.float32), self.buffer])
-                need = (self.FIRST_CHUNK_MS * 16 // 160) * 160  # ... and consumes a hop-aligned 16,480
-            else:
-                need = self.CHUNK_MS * 16
-            if len(self.buffer) < need:
-                return {"success": False, "reason": f"audio not enough: need {need} samples, only {len(self.buffer)}"}
-            self.buffer = self.buffer[need:]
-            self.chunk_idx += 1
-            return {"success": True, "reason": "", "cost_all": self.prefill_s}
-        finally:
-            self.busy.release()
-
-    def streaming_generate(self, prompt_wav_path=None, max_new_speak_tokens_per_chunk=20, decode_mode="sampling",
-                           temperature=0.7, top_k=20, top_p=0.8, listen_prob_scale=1.0, listen_top_k=None,
-                           text_repetition_penalty=1.05, text_repetition_window_size=512):
-        assert self.busy.acquire(blocking=False)
-        try:
-            time.sleep(self.generate_s)
-            k = self.chunk_idx - 1
-            if k == self.fail_at:
-                raise RuntimeError("CUDA error: an illegal memory access was encountered")
-            self.generate_kwargs.append(dict(prompt_wav_path=prompt_wav_path, decode_mode=decode_mode, temperature=temperature,
-                                             top_k=top_k, top_p=top_p))
-            # 1 s of audio per chunk, like the real model; chunk 2 flushes a longer buffer, chunk 4 has no audio yet.
-            n = {2: 24000 + 960, 4: 0}.get(k, 24000)
-            audio = chunk_value(k, np.arange(n)) if n else None
-            self.outputs.append(audio)
-            return {"is_listen": False, "text": f"w{k}a w{k}b w{k}c", "audio_waveform": audio, "end_of_turn": False,
-                    "current_time": k, "cost_all": self.prefill_s + self.generate_s}
-        finally:
-            self.busy.release()
-
-    def set_session_stop(self):
-        self.stopped = True
+chunk_value = minicpmo_duplex.chunk_value
 
 
 class StandInAgent(MiniCPMOAgent):
-    """The real adapter around the stand-in; it also records the backlog after every step."""
+    """The real adapter around a stand-in base model; it also records the backlog after every step."""
 
     stand_in_kwargs: dict = {}
+    base_cls = UnifiedMiniCPMO
 
-    def _load_model(self):
-        return StandInDuplex(**self.stand_in_kwargs)
+    def _load_base(self, folder):
+        return self.base_cls(**self.stand_in_kwargs)
 
     def step(self, heard):
         frame = super().step(heard)
@@ -119,6 +49,14 @@ class StandInAgent(MiniCPMOAgent):
     def open(self, session):
         self.backlog = []
         return super().open(session)
+
+
+@pytest.fixture
+def ckpt(tmp_path: Path) -> Path:
+    folder = tmp_path / "MiniCPM-o-4_5"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    return folder
 
 
 @pytest.fixture
@@ -135,13 +73,13 @@ def run(agent: MiniCPMOAgent, ticks: int, partner_amp: float = 0.05):
     return run_bridge({"a": agent, "b": partner}, sessions, window_ticks=ticks, lead_in_ticks=19, opener="a")
 
 
-def test_chunks_fifo_backpressure_and_text(ref_wav):
-    agent = StandInAgent({"ref_audio": str(ref_wav)}, "minicpmo")
-    ticks = 120
+def test_chunks_fifo_backpressure_and_text(ref_wav, ckpt):
+    agent = StandInAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav)}, "minicpmo")
+    ticks = 160
     t0 = time.perf_counter()
     result = run(agent, ticks)
     wall = time.perf_counter() - t0
-    model: StandInDuplex = agent.model
+    model = agent.model
 
     # prompt: role text inside the framing, inside the demo's duplex system-prompt format; the shipped voice
     prefix = model.prepared["prefix"]
@@ -150,8 +88,9 @@ def test_chunks_fifo_backpressure_and_text(ref_wav):
     assert model.prepared["suffix"] == "<|audio_end|><|im_end|>"
     assert model.prepared["prompt_wav_path"] == str(ref_wav)
     assert len(model.prepared["ref_audio"]) == 16000  # the 1 s 24 kHz reference, resampled to 16 kHz
-    assert all(kw == {"prompt_wav_path": str(ref_wav), **{k: DEFAULT_SAMPLING[k] for k in ("decode_mode", "temperature", "top_k", "top_p")}}
-               for kw in model.generate_kwargs)
+    assert all(kw == {"prompt_wav_path": str(ref_wav), **{k: DEFAULT_SAMPLING[k] for k in (
+        "decode_mode", "temperature", "top_k", "top_p", "length_penalty", "max_new_speak_tokens_per_chunk")}}
+        for kw in model.generate_kwargs)
 
     # chunk boundaries: 1,035 ms then 1 s of one continuous 16 kHz stream, cut the tick it completes
     heard = np.concatenate([np.zeros(1920, np.float32), result.recording.audio[1][:-1920]])
@@ -175,27 +114,28 @@ def test_chunks_fifo_backpressure_and_text(ref_wav):
     played = result.recording.audio[0]
     voiced = played[played != 0]
     produced = np.concatenate([o for o in model.outputs if o is not None])
-    assert len(voiced) > 5 * 24000 and np.array_equal(voiced, produced[: len(voiced)])
+    assert len(voiced) > 3 * 24000 and np.array_equal(voiced, produced[: len(voiced)])
     frames = played.reshape(ticks, 1920)
-    for f in frames:  # a frame is all model audio, or silence, or a flushed tail followed by zeros
+    for f in frames:  # model audio is contiguous within a frame (listen chunks play as 1 s of zeros)
         nz = np.flatnonzero(f)
-        assert len(nz) == 0 or nz[-1] == len(nz) - 1
+        assert len(nz) == 0 or nz[-1] - nz[0] == len(nz) - 1
 
-    # text: each chunk's words on the ticks its own audio plays (chunk 4 had none: next tick)
+    # text: each chunk's words on the ticks its own audio plays (chunk 7 had none: next tick)
     tokens = [t for t in result.recording.tokens if t.channel == "a"]
-    assert [t.text for t in tokens] == [f"w{k}{x}" for k in range(len(model.outputs)) for x in "abc"][: len(tokens)]
+    spoken = [k for k, r in enumerate(model.results) if not r["is_listen"]]
+    assert [t.text for t in tokens] == [f"w{k}{x}" for k in spoken for x in "abc"][: len(tokens)]
     for t in tokens:
         k = int(t.text[1:-1])
         if model.outputs[k] is not None:
             codes = np.floor((frames[t.tick][frames[t.tick] != 0] - 0.25) / 0.01 + 1e-3).astype(int)
             assert k in set(codes.tolist()), (t, set(codes.tolist()))
-    assert len({t.tick for t in tokens if t.text.startswith("w4")}) == 1
+    assert len({t.tick for t in tokens if t.text.startswith("w7")}) == 1
 
 
-def test_a_failing_chunk_stops_the_run_with_the_reason(ref_wav):
+def test_a_failing_chunk_stops_the_run_with_the_reason(ref_wav, ckpt):
     StandInAgent.stand_in_kwargs = {"fail_at": 2}
     try:
-        agent = StandInAgent({"ref_audio": str(ref_wav)}, "minicpmo")
+        agent = StandInAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav)}, "minicpmo")
         with pytest.raises(AgentError, match="illegal memory access"):
             run(agent, 80)
     finally:
@@ -203,21 +143,95 @@ def test_a_failing_chunk_stops_the_run_with_the_reason(ref_wav):
     assert agent._thread is None  # closed by the bridge
 
 
-def test_a_stuck_model_fails_after_chunk_timeout(ref_wav):
+def test_a_stuck_model_fails_after_chunk_timeout(ref_wav, ckpt):
     StandInAgent.stand_in_kwargs = {"prefill_s": 0.0, "generate_s": 0.3}
     try:
-        agent = StandInAgent({"ref_audio": str(ref_wav), "chunk_timeout_s": 0.1}, "minicpmo")
+        agent = StandInAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav), "chunk_timeout_s": 0.1}, "minicpmo")
         with pytest.raises(AgentError, match="fell behind by 3 chunks"):
             run(agent, 60)
     finally:
         StandInAgent.stand_in_kwargs = {}
 
 
-def test_bad_params_and_missing_files(ref_wav, tmp_path, monkeypatch):
+def test_bad_params_and_missing_files(ref_wav, ckpt, tmp_path, monkeypatch):
     with pytest.raises(InputError, match="sampling: unknown key.*temp\\b"):
-        StandInAgent({"ref_audio": str(ref_wav), "sampling": {"temp": 0.5}}, "minicpmo")
+        StandInAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav), "sampling": {"temp": 0.5}}, "minicpmo")
     with pytest.raises(InputError, match="ref_audio.*does not exist"):
-        StandInAgent({"ref_audio": str(tmp_path / "none.wav")}, "minicpmo")
+        StandInAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(tmp_path / "none.wav")}, "minicpmo")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     with pytest.raises(InputError, match="huggingface-cli download openbmb/MiniCPM-o-4_5"):
         MiniCPMOAgent({"checkpoint_dir": str(tmp_path / "m"), "hf_repo": "openbmb/MiniCPM-o-4_5"}, "minicpmo")
+
+
+def test_official_demo_settings_listen_first_and_finalize(ref_wav, ckpt):
+    agent = StandInAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav)}, "minicpmo")
+    result = run(agent, 80)
+    model = agent.model
+    assert model.kwargs == {"force_listen_count": 3}  # init_unified(duplex_config=...) as the demo passes it
+    listen = model.results[:3]
+    assert all(r["is_listen"] and r["text"] == "" and np.array_equal(r["audio_waveform"], np.zeros(24000)) for r in listen)
+    assert not model.results[3]["is_listen"]
+    assert model.finalized >= len(model.results) - 1  # finalize_unit after every generate, before the next prefill
+    assert {kw["length_penalty"] for kw in model.generate_kwargs} == {1.1}
+    info = result.agent_info["a"]
+    assert info["sampling"]["length_penalty"] == 1.1 and info["extra"]["duplex"]["force_listen_count"] == 3
+    assert info["extra"]["speak_first"] is False and info["extra"]["system_prompt_wrapped_by"] == "adapter"
+    first_voiced = int(np.flatnonzero(result.recording.audio[0])[0]) / 1920
+    assert first_voiced > 3 * 12.5  # three listening chunks (about 3 s of input) before any speech
+
+
+def test_length_penalty_is_sent_only_where_the_code_takes_it(ref_wav, ckpt):
+    agent = StandInAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav), "sampling": {"length_penalty": 1.3}}, "minicpmo")
+    run(agent, 30)
+    assert {kw["length_penalty"] for kw in agent.model.generate_kwargs} == {1.3}
+
+    class HubAgent(StandInAgent):
+        base_cls = HubMiniCPMO  # MiniCPMODuplex: streaming_generate has no length_penalty
+
+    hub = HubAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav), "code": "hub"}, "minicpmo")
+    assert "length_penalty" not in hub.sampling and hub.model.force_listen_count == 3
+    run(hub, 30)  # nothing it cannot take reaches streaming_generate
+    with pytest.raises(InputError, match="takes no length_penalty"):
+        HubAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav), "code": "hub", "sampling": {"length_penalty": 1.2}},
+                 "minicpmo")
+
+
+def test_role_prompt_is_never_wrapped_twice(ref_wav, ckpt):
+    class WrappingAgent(StandInAgent):
+        base_cls = HubMiniCPMO
+        stand_in_kwargs = {"flavour": "wraps"}
+
+    agent = WrappingAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav), "code": "hub"}, "minicpmo")
+    info = agent.open(Session(conversation_id="c", side="a", prompt=ROLE, speaker_name="Avery", seed=3, is_opener=True,
+                              window_ticks=10))
+    agent.close()
+    prefix = agent.model.prepared["prefix"]
+    assert prefix.count("<|im_start|>system") == 1 and ROLE in prefix
+    assert info.extra["system_prompt_wrapped_by"] == "model"
+
+
+def test_checkpoint_revision_and_code_commit_are_pinned_and_recorded(ref_wav, ckpt, tmp_path):
+    from dyafdb.agents.minicpmo import PINNED_CODE_COMMIT, check_code_checkout
+
+    meta = ckpt / ".cache" / "huggingface" / "download"
+    meta.mkdir(parents=True)
+    (meta / "config.json.metadata").write_text("a" * 40 + "\netag\n1.0\n")
+    agent = StandInAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav), "revision": "a" * 40}, "minicpmo")
+    info = agent.open(Session(conversation_id="c", side="a", prompt=ROLE, speaker_name="Avery", seed=3, is_opener=True,
+                              window_ticks=10))
+    agent.close()
+    assert info.extra["checkpoint_revision"] == "a" * 40
+    with pytest.raises(InputError, match="pins bbbb"):
+        StandInAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav), "revision": "b" * 40}, "minicpmo")
+
+    code = tmp_path / "simple-demo"
+    (code / "MiniCPMO45").mkdir(parents=True)
+    (code / "MiniCPMO45" / "modeling_minicpmo_unified.py").write_text("")
+    (code / ".git" / "refs" / "heads").mkdir(parents=True)
+    (code / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (code / ".git" / "refs" / "heads" / "main").write_text("c" * 40 + "\n")
+    with pytest.raises(InputError, match="checked against OpenBMB/minicpm-o-4_5-pytorch-simple-demo @ c7e1660"):
+        check_code_checkout(code, {}, "minicpmo")
+    assert check_code_checkout(code, {"allow_other_code": True}, "minicpmo")["code_commit"] == "c" * 40
+    (code / ".git" / "refs" / "heads" / "main").write_text(PINNED_CODE_COMMIT + "\n")
+    assert check_code_checkout(code, {}, "minicpmo")["code_commit"] == PINNED_CODE_COMMIT

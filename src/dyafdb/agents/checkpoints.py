@@ -100,3 +100,41 @@ def resolve_file(value: str | None, base: Path, model: str, field: str, hint: st
     if not path.exists():
         raise InputError(f"models.{model}.params.{field}: {path} does not exist; {hint or 'see docs/models.md'}")
     return path
+
+
+def checkpoint_revision(folder: Path) -> str | None:
+    """The hub commit a local checkpoint folder was downloaded at, where the folder says so.
+
+    A hub-cache snapshot is named by its commit; ``huggingface-cli download --local-dir`` records the
+    commit as the first line of ``.cache/huggingface/download/<file>.metadata``. A folder copied by
+    hand carries neither, and its revision is unknown (None).
+    """
+    folder = Path(folder)
+    if folder.parent.name == "snapshots" and len(folder.name) == 40:
+        return folder.name
+    meta_dir = folder / ".cache" / "huggingface" / "download"
+    for name in ("config.json.metadata", *sorted(p.name for p in meta_dir.glob("*.metadata"))) if meta_dir.is_dir() else ():
+        try:
+            first = (meta_dir / name).read_text().splitlines()[0].strip()
+        except (OSError, IndexError):
+            continue
+        if len(first) == 40 and all(c in "0123456789abcdef" for c in first):
+            return first
+    return None
+
+
+def git_head(folder: Path) -> str | None:
+    """The commit a git checkout is at (read from .git, no git binary needed), or None."""
+    git = Path(folder) / ".git"
+    try:
+        head = (git / "HEAD").read_text().strip()
+        if head.startswith("ref: "):
+            ref = head[5:]
+            path = git / ref
+            if path.exists():
+                return path.read_text().strip()
+            packed = (git / "packed-refs").read_text().splitlines() if (git / "packed-refs").exists() else []
+            return next((line.split()[0] for line in packed if line.endswith(" " + ref)), None)
+        return head
+    except OSError:
+        return None

@@ -19,14 +19,34 @@ speak. The adapter:
   no audio goes out on the next tick);
 * wraps the role prompt in a short conversational framing, inside the duplex system-prompt format
   of OpenBMB's demo (``<|im_start|>system\\n...\\n<|audio_start|>`` + reference audio +
-  ``<|audio_end|><|im_end|>``), and clones the reference voice shipped with the model;
-* seeds torch (and numpy, random) per conversation.
+  ``<|audio_end|><|im_end|>``), exactly once: the pinned code's ``prepare`` feeds the prefix verbatim
+  (the demo's ``DuplexView.prepare`` wraps it), and a model whose ``prepare`` wraps raw text itself
+  (seen from the prompt it returns) is prepared again with the raw text;
+* clones the reference voice shipped with the demo; seeds torch (and numpy, random) per conversation.
+
+Which code runs (``code``), as checked against upstream:
+
+* ``demo`` (default): the model code of OpenBMB/minicpm-o-4_5-pytorch-simple-demo pinned at
+  ``PINNED_CODE_COMMIT`` (``MiniCPMO45/modeling_minicpmo_unified.py``, the code OpenBMB's demo
+  server runs; also vendored in OpenBMB/MiniCPM-o-Demo @ 28b60cf), loaded from a checkout
+  (``code_dir``) over the hub weights, then ``init_unified(duplex_config=...)`` as the demo's
+  ``core/processors/unified.py`` does. The checkout's commit is verified.
+* ``hub``: the checkpoint's own remote code (``trust_remote_code``) and ``as_duplex(**duplex)``, as
+  the model card shows; not line-checked here, so meta.json records the code file's hash.
+
+Settings sent (the demo's ``core/schemas/duplex.py DuplexConfig``): ``force_listen_count`` 3 (the
+first 3 chunks always listen, so MiniCPM-o never speaks first), temperature 0.7, top_k 20, top_p 0.8,
+20 speak tokens per chunk, text repetition penalty 1.05 over 512 tokens, ``length_penalty`` 1.1
+(sent only where ``streaming_generate`` takes it; ``MiniCPMODuplex`` does not). meta.json records
+them, the code commit and the weights' hub revision (``checkpoint_revision``; ``params.revision``
+pins it).
 
 params:
-  checkpoint_dir / hf_repo: the model folder (openbmb/MiniCPM-o-4_5), local only
+  checkpoint_dir / hf_repo: the model folder (openbmb/MiniCPM-o-4_5), local only; revision: pinned hub commit
+  code:            demo (default) or hub; code_dir: the simple-demo checkout (demo code)
   ref_audio:       reference voice wav (default assets/ref_audio/ref_en_dlc_1.wav under the checkpoint)
   device:          cuda (default); dtype: bfloat16; attn_implementation: sdpa
-  duplex:          keyword arguments for ``as_duplex`` (e.g. chunk_ms, force_listen_count)
+  duplex:          duplex construction settings (``init_unified``'s duplex_config / ``as_duplex``), over DEFAULT_DUPLEX
   sampling:        overrides for ``streaming_generate`` (official defaults below)
   framing:         template with ``$prompt``; prefix_template (with ``$text``) / suffix_template: the system-prompt format
   max_pending_chunks: 2; chunk_timeout_s: how long a blocked step waits before failing (600)
@@ -47,7 +67,7 @@ import numpy as np
 
 from dyafdb import __version__
 from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session, silence
-from dyafdb.agents.checkpoints import expand, force_offline_hub, resolve_checkpoint
+from dyafdb.agents.checkpoints import checkpoint_revision, expand, force_offline_hub, git_head, resolve_checkpoint
 from dyafdb.agents.resample import StreamResampler
 from dyafdb.clock import FRAME_SAMPLES, SAMPLE_RATE
 from dyafdb.errors import InputError
@@ -57,12 +77,20 @@ MODEL_RATE = 16_000
 OUTPUT_RATE = 24_000
 SAMPLES_PER_TICK_16K = FRAME_SAMPLES * MODEL_RATE // SAMPLE_RATE  # 1,280
 
-# streaming_generate's own defaults (MiniCPMODuplex, openbmb/MiniCPM-o-4_5).
+# The demo's DuplexConfig (OpenBMB/MiniCPM-o-Demo core/schemas/duplex.py), as DuplexView.generate passes it.
 DEFAULT_SAMPLING = {
     "decode_mode": "sampling", "temperature": 0.7, "top_k": 20, "top_p": 0.8,
     "max_new_speak_tokens_per_chunk": 20, "listen_prob_scale": 1.0,
-    "text_repetition_penalty": 1.05, "text_repetition_window_size": 512,
+    "text_repetition_penalty": 1.05, "text_repetition_window_size": 512, "length_penalty": 1.1,
 }
+# Keys only some revisions' streaming_generate take; dropped (and not recorded) where it has none.
+OPTIONAL_SAMPLING = ("length_penalty",)
+# Duplex construction: the demo's "critical" start-up protection (the model's own default is 0).
+DEFAULT_DUPLEX = {"force_listen_count": 3}
+PINNED_CODE_REPO = "OpenBMB/minicpm-o-4_5-pytorch-simple-demo"
+PINNED_CODE_COMMIT = "c7e16605c3ae9623a0caee5845bd0183b1d6d5b3"
+DEFAULT_CODE_DIR = "~/src/minicpm-o-4_5-pytorch-simple-demo"
+SYSTEM_HEADER = "<|im_start|>system"
 DEFAULT_FRAMING = (
     "Replicate the tone and style from the input audio. You are in a live spoken conversation with another "
     "person. The text below tells you who you are and what you want; it is not something to read aloud. "
@@ -96,6 +124,20 @@ def load_reference_voice(path: Path) -> np.ndarray:
     return mono.astype(np.float32)
 
 
+def check_code_checkout(code_dir: Path, params: dict[str, Any], model: str) -> dict[str, Any]:
+    """The demo code checkout must be at the pinned commit (``allow_other_code: true`` to run another)."""
+    if not (code_dir / "MiniCPMO45" / "modeling_minicpmo_unified.py").exists():
+        raise InputError(f"model {model}: params.code_dir {code_dir} has no MiniCPMO45/modeling_minicpmo_unified.py; "
+                         f"`git clone https://github.com/{PINNED_CODE_REPO} {code_dir} && git -C {code_dir} checkout "
+                         f"{PINNED_CODE_COMMIT[:7]}` (see docs/models.md)")
+    head = git_head(code_dir)
+    if head != PINNED_CODE_COMMIT and not params.get("allow_other_code", False):
+        raise InputError(f"model {model}: {code_dir} is at commit {head or 'unknown (not a git checkout)'}, but the adapter "
+                         f"was checked against {PINNED_CODE_REPO} @ {PINNED_CODE_COMMIT[:7]}; `git -C {code_dir} checkout "
+                         f"{PINNED_CODE_COMMIT[:7]}`, or set params.allow_other_code: true to run it anyway")
+    return {"code_repo": PINNED_CODE_REPO, "code_commit": head or "unknown", "code_pinned": PINNED_CODE_COMMIT}
+
+
 @adapter("minicpmo")
 class MiniCPMOAgent:
     def __init__(self, params: dict[str, Any], model_name: str = "minicpmo"):
@@ -106,13 +148,23 @@ class MiniCPMOAgent:
         if unknown:
             raise InputError(f"models.{model_name}.params.sampling: unknown key(s) {', '.join(unknown)}; "
                              f"allowed: {', '.join(DEFAULT_SAMPLING)}")
-        self.sampling = {**DEFAULT_SAMPLING, **sampling}
+        self.sampling_requested = {**DEFAULT_SAMPLING, **sampling}
+        self.sampling_explicit = set(sampling)
+        self.code = str(params.get("code", "demo"))
+        if self.code not in ("demo", "hub"):
+            raise InputError(f"models.{model_name}.params.code = {self.code!r}; use 'demo' (the pinned OpenBMB demo code) or 'hub'")
+        duplex = params.get("duplex") or {}
+        if not isinstance(duplex, dict):
+            raise InputError(f"models.{model_name}.params.duplex must be a mapping (e.g. force_listen_count: 3)")
+        self.duplex_config = {**DEFAULT_DUPLEX, **duplex}
+        self.code_info: dict[str, Any] = {}
         self.max_pending = int(params.get("max_pending_chunks", 2))
         self.chunk_timeout_s = float(params.get("chunk_timeout_s", 600))
         self.framing = str(params.get("framing", DEFAULT_FRAMING))
         self.prefix_template = str(params.get("prefix_template", PREFIX_TEMPLATE))
         self.suffix_template = str(params.get("suffix_template", SUFFIX_TEMPLATE))
         self.model = self._load_model()
+        self.sampling = self._accepted_sampling()
         self.ref_audio_path = self._ref_audio_path()
         self.ref_audio = load_reference_voice(self.ref_audio_path)
         if int(getattr(self.model, "SAMPLE_RATE", MODEL_RATE)) != MODEL_RATE:
@@ -133,30 +185,85 @@ class MiniCPMOAgent:
         return self._folder
 
     def _load_model(self) -> Any:
-        """The duplex object of the real model (tests override this with a stand-in)."""
+        """The duplex object of the model, built the way the configured upstream code builds it."""
         force_offline_hub()
         folder = self._checkpoint()
-        try:
-            import torch
-            from transformers import AutoModel
-        except ImportError as exc:
-            raise InputError(f"model {self.model_name}: transformers/torch missing in this worker's environment ({exc}); "
-                             "create it from envs/minicpmo.yml") from None
-        dtype = getattr(torch, str(self.params.get("dtype", "bfloat16")))
-        device = str(self.params.get("device", "cuda"))
-        model = AutoModel.from_pretrained(str(folder), trust_remote_code=True, local_files_only=True,
-                                          attn_implementation=str(self.params.get("attn_implementation", "sdpa")),
-                                          torch_dtype=dtype)
-        model = model.eval().to(device)
-        kwargs = dict(self.params.get("duplex") or {})
-        if "device" in inspect.signature(model.as_duplex).parameters:  # newer remote code takes it, older does not
-            kwargs.setdefault("device", device)
-        duplex = model.as_duplex(**kwargs)
+        found = checkpoint_revision(folder)
+        pinned = self.params.get("revision")
+        if pinned and found and found != str(pinned):
+            raise InputError(f"model {self.model_name}: checkpoint {folder} is hub revision {found}, but "
+                             f"params.revision pins {pinned}; download that revision (`huggingface-cli download "
+                             f"openbmb/MiniCPM-o-4_5 --revision {pinned} --local-dir {folder}`) or update the pin")
+        self.code_info["checkpoint_revision"] = found or (f"{pinned} (pinned; not verifiable from the folder)" if pinned else "unknown")
+        base = self._load_base(folder)
+        if self.code == "demo" or callable(getattr(base, "init_unified", None)) and not callable(getattr(base, "as_duplex", None)):
+            # core/processors/unified.py: init_unified(duplex_config=...), then duplex mode
+            base.init_unified(duplex_config=dict(self.duplex_config), device=str(self.params.get("device", "cuda")))
+            if callable(getattr(base, "set_mode", None)):
+                base.set_mode("duplex")
+            duplex = base.duplex
+        else:
+            kwargs = dict(self.duplex_config)
+            if "device" in inspect.signature(base.as_duplex).parameters:  # newer remote code takes it, older does not
+                kwargs.setdefault("device", str(self.params.get("device", "cuda")))
+            duplex = base.as_duplex(**kwargs)
         for method in ("prepare", "streaming_prefill", "streaming_generate"):
             if not callable(getattr(duplex, method, None)):
                 raise InputError(f"model {self.model_name}: {type(duplex).__name__} from {folder} has no {method}(); "
-                                 "the checkpoint's remote code is not the MiniCPM-o 4.5 duplex API this adapter expects")
+                                 "the model code is not the MiniCPM-o 4.5 duplex API this adapter expects")
         return duplex
+
+    def _load_base(self, folder: Path) -> Any:
+        """The base model with weights from ``folder`` (tests override this with a stand-in)."""
+        try:
+            import torch
+        except ImportError as exc:
+            raise InputError(f"model {self.model_name}: torch missing in this worker's environment ({exc}); "
+                             "create it from envs/minicpmo.yml") from None
+        dtype = getattr(torch, str(self.params.get("dtype", "bfloat16")))
+        device = str(self.params.get("device", "cuda"))
+        attn = str(self.params.get("attn_implementation", "sdpa"))
+        if self.code == "demo":
+            code_dir = expand(self.params.get("code_dir", DEFAULT_CODE_DIR))
+            self.code_info.update(check_code_checkout(code_dir, self.params, self.model_name))
+            sys.path.insert(0, str(code_dir))
+            try:
+                from MiniCPMO45.modeling_minicpmo_unified import MiniCPMO  # noqa: PLC0415
+            except ImportError as exc:
+                raise InputError(f"model {self.model_name}: cannot import MiniCPMO45 from {code_dir} ({exc}); "
+                                 "create the environment from envs/minicpmo.yml") from None
+            model = MiniCPMO.from_pretrained(str(folder), trust_remote_code=True, _attn_implementation=attn)
+            return model.to(dtype).eval().to(device)
+        from transformers import AutoModel
+
+        revision = self.params.get("revision")
+        model = AutoModel.from_pretrained(str(folder), trust_remote_code=True, local_files_only=True,
+                                          attn_implementation=attn, torch_dtype=dtype,
+                                          **({"revision": str(revision)} if revision and not Path(folder).is_dir() else {}))
+        code = folder / "modeling_minicpmo.py"
+        if code.exists():
+            import hashlib
+
+            self.code_info["code"] = f"hub remote code, modeling_minicpmo.py sha256 {hashlib.sha256(code.read_bytes()).hexdigest()[:16]}"
+        return model.eval().to(device)
+
+    def _accepted_sampling(self) -> dict[str, Any]:
+        """What streaming_generate is really given: optional keys only where its signature takes them."""
+        try:
+            accepted = inspect.signature(self.model.streaming_generate).parameters
+        except (TypeError, ValueError):
+            return dict(self.sampling_requested)
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+        out = {}
+        for key, value in self.sampling_requested.items():
+            if key in OPTIONAL_SAMPLING and key not in accepted and not takes_any:
+                if key in self.sampling_explicit:
+                    raise InputError(f"models.{self.model_name}.params.sampling.{key}: this model code's "
+                                     f"{type(self.model).__name__}.streaming_generate takes no {key}; remove it or use "
+                                     "code: demo (the unified code takes it)")
+                continue
+            out[key] = value
+        return out
 
     def _ref_audio_path(self) -> Path:
         value = self.params.get("ref_audio", DEFAULT_REF_AUDIO)
@@ -195,17 +302,30 @@ class MiniCPMOAgent:
         # string.Template ($prompt, $text): braces in config strings would clash with Snakemake's wildcards
         text = string.Template(self.framing).safe_substitute(prompt=session.prompt.strip())
         prefix = string.Template(self.prefix_template).safe_substitute(text=text)
-        self.model.prepare(prefix_system_prompt=prefix, suffix_system_prompt=self.suffix_template,
-                           ref_audio=self.ref_audio, prompt_wav_path=str(self.ref_audio_path))
+        full = self._prepare(prefix)
+        wrapped_by = "adapter"
+        if isinstance(full, str) and full.count(SYSTEM_HEADER) > prefix.count(SYSTEM_HEADER):
+            full = self._prepare(text)  # this prepare wraps raw text itself: never wrap twice
+            wrapped_by = "model"
         self._thread = threading.Thread(target=self._work, daemon=True, name=f"minicpmo-{session.side}")
         self._thread.start()
+        listens = int(self.duplex_config.get("force_listen_count", 0))
         return AgentInfo(
             adapter="minicpmo", adapter_version=__version__, model=self.model_name, voice=self.ref_audio_path.name,
             sampling=self.sampling,
             extra={"seed": session.seed, "first_chunk_samples": self.first_chunk_samples,
                    "chunk_samples": self.chunk_samples, "max_pending_chunks": self.max_pending,
+                   "duplex": dict(self.duplex_config), "code": self.code, **self.code_info,
+                   "speak_first": False,
+                   "speak_first_note": f"MiniCPM-o decides once per ~1 s chunk; force_listen_count {listens} makes its "
+                                       f"first {listens} chunks listen",
+                   "system_prompt_wrapped_by": wrapped_by,
                    "framing": self.framing, "system_prompt_format": [self.prefix_template, "<ref audio>", self.suffix_template]},
         )
+
+    def _prepare(self, prefix: str) -> Any:
+        return self.model.prepare(prefix_system_prompt=prefix, suffix_system_prompt=self.suffix_template,
+                                  ref_audio=self.ref_audio, prompt_wav_path=str(self.ref_audio_path))
 
     @staticmethod
     def _seed(seed: int) -> None:

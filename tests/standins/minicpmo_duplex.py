@@ -1,0 +1,198 @@
+"""Stand-ins for MiniCPM-o 4.5's duplex surface, with the upstream quirks the adapter must live with.
+
+Mirrors OpenBMB/minicpm-o-4_5-pytorch-simple-demo @ c7e1660 (the code OpenBMB's own demo server runs,
+also vendored in OpenBMB/MiniCPM-o-Demo @ 28b60cf):
+
+* ``MiniCPMO45/modeling_minicpmo_unified.py``: ``MiniCPMO.init_unified(duplex_config=..., device=...)``
+  builds ``self.duplex = DuplexCapability(model=self, device=device, **duplex_config)`` (~L306-365);
+  ``set_mode``. ``DuplexCapability`` (~L4216): kwargs ``force_listen_count`` (default 0; the demo's
+  ``core/schemas/duplex.py DuplexConfig`` sets 3), ``chunk_ms``/``first_chunk_ms``/``sample_rate``
+  exposed as ``CHUNK_MS``/``FIRST_CHUNK_MS``/``SAMPLE_RATE``; ``prepare`` (~L4452) feeds
+  ``prefix_system_prompt`` verbatim (the caller wraps it: ``core/processors/unified.py`` ~L881),
+  then the reference audio, then the suffix, and returns ``prefix + "[audio embedding]" + suffix``;
+  ``streaming_prefill`` (~L4540) raises ``RuntimeError`` when the previous unit was not finalized,
+  left-pads the first chunk to ``FIRST_CHUNK_MS``, answers ``success False, "audio not enough"``
+  while short; ``streaming_generate`` (~L4955) takes ``length_penalty`` (1.1) and
+  ``force_listen_override``, the first ``force_listen_count`` calls listen, and a listen returns
+  ``_generate_silence_waveform()``: 24,000 zeros (1 s at 24 kHz) with ``is_listen`` True and empty
+  text; ``finalize_unit`` (~L5263) must run before the next prefill.
+* ``MiniCPMO45/modeling_minicpmo.py`` ``MiniCPMODuplex`` (~L2303): the same prepare / prefill /
+  generate, but ``streaming_generate`` has no ``length_penalty``, no ``force_listen_override`` and
+  feeds ``</unit>`` inline (no ``finalize_unit``). ``flavour="duplex"`` reproduces this one.
+
+``flavour="wraps"`` is a hypothetical later revision whose ``prepare`` wraps raw text itself (the
+later MiniCPM-o-Demo unified adapter strips a wrapped prefix, "accept both raw text and old unified's
+fully wrapped system prefix"), to check that the adapter never sends a doubly wrapped prompt.
+
+Compute is ``time.sleep``; speech output encodes the chunk and sample index so a dropped or repeated
+sample shows (``chunk_value``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+WRAP_PREFIX = "<|im_start|>system\n"
+WRAP_AUDIO = "\n<|audio_start|>"
+
+
+def chunk_value(k: int, i: np.ndarray) -> np.ndarray:
+    """Never zero; encodes chunk k and sample i exactly in float32."""
+    return (0.25 + 0.01 * k + (i % 4096) * 2.0 ** -20).astype(np.float32)
+
+
+class DuplexCapability:
+    """``DuplexCapability`` of the unified code (or ``MiniCPMODuplex`` with flavour "duplex")."""
+
+    def __init__(self, model: Any = None, device: str = "cuda", flavour: str = "unified", prefill_s: float = 0.02,
+                 generate_s: float = 0.06, fail_at: int | None = None, silent_chunks: tuple[int, ...] = (), **kwargs: Any):
+        self.model, self.device, self.flavour = model, device, flavour
+        self.prefill_s, self.generate_s, self.fail_at, self.silent_chunks = prefill_s, generate_s, fail_at, set(silent_chunks)
+        self.kwargs = dict(kwargs)
+        self.force_listen_count = kwargs.get("force_listen_count", 0)
+        self.CHUNK_MS = kwargs.get("chunk_ms", 1000)
+        self.FIRST_CHUNK_MS = kwargs.get("first_chunk_ms", 1035)
+        self.SAMPLE_RATE = kwargs.get("sample_rate", 16000)
+        self.prepared: dict = {}
+        self.received: list[np.ndarray] = []
+        self.generate_kwargs: list[dict] = []
+        self.outputs: list[np.ndarray | None] = []
+        self.results: list[dict] = []
+        self.busy = threading.Lock()
+        self.stopped = False
+        self._pending_finalize = None
+        self.finalized = 0
+        # the exact signature of each upstream class (the adapter inspects it)
+        self.streaming_generate = self._generate_duplex if flavour == "duplex" else self._generate_unified
+        if flavour == "unified":
+            self.finalize_unit = self._finalize_unit  # only the unified class has it
+
+    # -- prepare ------------------------------------------------------------------------------------
+    def prepare(self, prefix_system_prompt=None, suffix_system_prompt=None, ref_audio=None, prompt_wav_path=None,
+                context_previous_marker="\n\nprevious: "):
+        if self.flavour == "wraps" and prefix_system_prompt is not None:
+            prefix_system_prompt = f"{WRAP_PREFIX}{prefix_system_prompt}{WRAP_AUDIO}"
+        self.prepared = dict(prefix=prefix_system_prompt, suffix=suffix_system_prompt, ref_audio=ref_audio,
+                             prompt_wav_path=prompt_wav_path)
+        self.buffer = np.zeros(0, dtype=np.float32)
+        self.chunk_idx = 0
+        self.generate_count = 0
+        self.stopped = False
+        self._pending_finalize = None
+        if prefix_system_prompt or suffix_system_prompt:
+            if ref_audio is not None:
+                return (prefix_system_prompt or "") + "[audio embedding]" + (suffix_system_prompt or "")
+            return (prefix_system_prompt or "") + (suffix_system_prompt or "")
+        return ""
+
+    # -- prefill ------------------------------------------------------------------------------------
+    def streaming_prefill(self, audio_waveform=None, frame_list=None, text_list=None, max_slice_nums=1,
+                          batch_vision_feed=False):
+        if self._pending_finalize is not None:
+            raise RuntimeError("streaming_prefill called before finalize_unit()!")
+        assert self.busy.acquire(blocking=False), "prefill while another chunk is being computed"
+        try:
+            time.sleep(self.prefill_s)
+            self.received.append(np.array(audio_waveform, copy=True))
+            self.buffer = np.concatenate([self.buffer, audio_waveform])
+            if self.chunk_idx == 0:  # left-pads a short first chunk to 1,035 ms ...
+                need_pad = self.FIRST_CHUNK_MS * 16 - len(self.buffer)
+                if need_pad > 0:
+                    self.buffer = np.concatenate([np.zeros(need_pad, np.float32), self.buffer])
+                need = (self.FIRST_CHUNK_MS * 16 // 160) * 160  # ... and consumes a hop-aligned 16,480
+            else:
+                need = self.CHUNK_MS * 16
+            if len(self.buffer) < need:
+                return {"success": False, "reason": f"audio not enough: need {need} samples, only {len(self.buffer)}"}
+            self.buffer = self.buffer[need:]
+            self.chunk_idx += 1
+            return {"success": True, "reason": "", "cost_all": self.prefill_s}
+        finally:
+            self.busy.release()
+
+    # -- generate -----------------------------------------------------------------------------------
+    def _generate(self, prompt_wav_path, decode_mode, temperature, top_k, top_p, extra: dict) -> dict:
+        assert self.busy.acquire(blocking=False)
+        try:
+            time.sleep(self.generate_s)
+            k = self.chunk_idx - 1
+            if k == self.fail_at:
+                raise RuntimeError("CUDA error: an illegal memory access was encountered")
+            self.generate_kwargs.append(dict(prompt_wav_path=prompt_wav_path, decode_mode=decode_mode, temperature=temperature,
+                                             top_k=top_k, top_p=top_p, **extra))
+            force_listen = self.generate_count < self.force_listen_count or extra.get("force_listen_override", False)
+            self.generate_count += 1
+            if self.flavour == "unified":
+                self._pending_finalize = {"chunk": k}
+            if force_listen or k in self.silent_chunks:
+                self.outputs.append(None)
+                result = {"is_listen": True, "text": "", "audio_waveform": np.zeros(24000, dtype=np.float32),
+                          "end_of_turn": False, "current_time": k}
+            else:
+                # 1 s of audio per chunk; chunk 5 flushes a longer buffer, chunk 7 has no audio yet (None)
+                n = {5: 24000 + 960, 7: 0}.get(k, 24000)
+                audio = chunk_value(k, np.arange(n)) if n else None
+                self.outputs.append(audio)
+                result = {"is_listen": False, "text": f"w{k}a w{k}b w{k}c", "audio_waveform": audio, "end_of_turn": False,
+                          "current_time": k, "cost_all": self.prefill_s + self.generate_s}
+            self.results.append(result)
+            return result
+        finally:
+            self.busy.release()
+
+    def _generate_unified(self, prompt_wav_path=None, max_new_speak_tokens_per_chunk=20, decode_mode="sampling",
+                          temperature=0.7, top_k=20, top_p=0.8, listen_prob_scale=1.0, listen_top_k=None,
+                          text_repetition_penalty=1.05, text_repetition_window_size=512, length_penalty=1.1,
+                          force_listen_override=False):
+        extra = {"length_penalty": length_penalty, "max_new_speak_tokens_per_chunk": max_new_speak_tokens_per_chunk}
+        if force_listen_override:
+            extra["force_listen_override"] = True
+        return self._generate(prompt_wav_path, decode_mode, temperature, top_k, top_p, extra)
+
+    def _generate_duplex(self, prompt_wav_path=None, max_new_speak_tokens_per_chunk=20, decode_mode="sampling",
+                         temperature=0.7, top_k=20, top_p=0.8, listen_prob_scale=1.0, listen_top_k=None,
+                         text_repetition_penalty=1.05, text_repetition_window_size=512):
+        return self._generate(prompt_wav_path, decode_mode, temperature, top_k, top_p,
+                              {"max_new_speak_tokens_per_chunk": max_new_speak_tokens_per_chunk})
+
+    def _finalize_unit(self):
+        self.finalized += 1
+        self._pending_finalize = None
+
+    def set_session_stop(self):
+        self.stopped = True
+
+
+class UnifiedMiniCPMO:
+    """``MiniCPMO`` of ``modeling_minicpmo_unified.py``: ``init_unified`` then ``set_mode`` (no as_duplex)."""
+
+    def __init__(self, **stand_in: Any):
+        self.stand_in = stand_in
+        self.duplex: DuplexCapability | None = None
+        self.duplex_config: dict = {}
+        self.mode = None
+
+    def init_unified(self, pt_path=None, preload_both_tts=True, duplex_config=None, device="cuda", chat_vocoder="token2wav"):
+        self.duplex_config = dict(duplex_config or {})
+        self.duplex = DuplexCapability(model=self, device=device, **self.stand_in, **self.duplex_config)
+        self.mode = "streaming"
+        return self
+
+    def set_mode(self, mode) -> None:
+        self.mode = getattr(mode, "value", mode)
+
+
+class HubMiniCPMO:
+    """The hub remote code's ``MiniCPMO`` as its README uses it: ``model.as_duplex(**kwargs)``."""
+
+    def __init__(self, flavour: str = "duplex", **stand_in: Any):
+        self.flavour, self.stand_in = flavour, stand_in
+        self.as_duplex_kwargs: dict = {}
+
+    def as_duplex(self, device=None, **kwargs):
+        self.as_duplex_kwargs = dict(kwargs)
+        return DuplexCapability(model=self, device=device, flavour=self.flavour, **self.stand_in, **kwargs)
