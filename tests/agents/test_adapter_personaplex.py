@@ -120,8 +120,9 @@ def test_wav_voice_prompt_goes_through_mimi(tmp_path):
     lm_gen = agent.models.lm_gen
     assert ("load_voice_prompt", str(tmp_path / "v.wav")) in lm_gen.calls
     lm_gen.calls.clear()
-    agent.open(session("b", 3, prompt=""))
-    assert ("set_text_prompt", None) in lm_gen.calls  # no role text: no text phase tokens
+    info = agent.open(session("b", 3, prompt=""))  # the fork's own scripts would set None here and raise
+    assert ("set_text_prompt", []) in lm_gen.calls  # no role text: an empty text phase
+    assert info.extra["text_prompt_tokens"] == 0
     voice_steps = [c for c in lm_gen.calls if c[:3] == ("step", True, True) and c[3] == 3]
     assert len(voice_steps) == 3 + 6 + 6  # ceil(4500 / 1920) voice frames + two silences
 

@@ -13,7 +13,9 @@ Same as the fork (moshi/moshi/models/lm.py at 3428dfd9):
   samples there (user stream = 8 codebooks after the agent's 8); call 0 only primes; outputs
   ``[B, 1 + dep_q, 1]`` from call max_delay + 1 on.
 - ``load_voice_prompt(wav)``, ``load_voice_prompt_embeddings(pt)``, ``text_prompt_tokens`` and
-  ``step_system_prompts(mimi)``: voice phase (agent = voice codes, text = PAD 3, user = sine),
+  ``step_system_prompts(mimi)`` (lm.py ~L1010-1127: ``_step_voice_prompt_core``,
+  ``_step_audio_silence_core``, ``_step_text_prompt_core``, which iterates ``text_prompt_tokens``
+  as given, so None raises; the fork's own offline.py/server.py set None for an empty prompt): voice phase (agent = voice codes, text = PAD 3, user = sine),
   ``audio_silence_frame_cnt`` silent frames (agent = silence codes, text = 3, user = sine), one
   frame per text-prompt token (agent = silence, text forced, user = sine), silence again; a .pt
   voice is replayed through ``step_embeddings`` and its saved cache copied back, as in the fork.
@@ -218,7 +220,8 @@ class ForkLMGen(StockLMGen):
                            str(self.voice_prompt).rsplit(".", 1)[0] + ".pt")
         for phase in ("silence", "text", "silence"):
             self.calls.append(("phase", phase))
-            tokens = (self._text_prompt_tokens or []) if phase == "text" else [self.zero_text_code] * self.audio_silence_frame_cnt
+            # _step_text_prompt_core iterates text_prompt_tokens as is: None raises TypeError there, as in the fork
+            tokens = self._text_prompt_tokens if phase == "text" else [self.zero_text_code] * self.audio_silence_frame_cnt
             for token in tokens:
                 self.step(moshi_tokens=self.silence_tokens, text_token=token, input_tokens=self.sine_tokens)
 

@@ -126,9 +126,11 @@ class PersonaPlexAgent:
         mimi, lm_gen, tokenizer = self.models.mimi, self.models.lm_gen, self.models.tokenizer
         seed_everything(session.seed)
         prompt = session.prompt.strip()
-        tokens = tokenizer.encode(wrap_with_system_tags(prompt)) if prompt else None
+        # An empty prompt gets an empty text phase: the fork's offline.py/server.py set None here, which
+        # _step_text_prompt_core then iterates and raises on.
+        tokens = list(tokenizer.encode(wrap_with_system_tags(prompt))) if prompt else []
         lm_gen.text_prompt_tokens = tokens
-        self.prompt_tokens = len(tokens or [])
+        self.prompt_tokens = len(tokens)
         self.loop.reset()
         import torch
 
