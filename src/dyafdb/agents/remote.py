@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections import deque
 from typing import Any, Sequence
 
@@ -27,7 +28,10 @@ class RemoteAgent:
 
     def __init__(self, name: str, adapter: str, params: dict[str, Any] | None = None,
                  command: Sequence[str] | None = None, env: dict[str, str] | None = None,
-                 startup_timeout_s: float = 600.0, step_timeout_s: float = 60.0, log_path: str | None = None):
+                 startup_timeout_s: float = 600.0, step_timeout_s: float = 60.0, log_path: str | None = None,
+                 wait: bool = True):
+        """Start the worker and send INIT; with ``wait=False`` the caller calls :meth:`wait_ready`
+        later, so several workers load their models at the same time."""
         self.name = name
         self.step_timeout_s = step_timeout_s
         self._log = open(log_path, "ab") if log_path else tempfile.TemporaryFile()
@@ -40,8 +44,16 @@ class RemoteAgent:
         self._reader = wire.FdReader(self.proc.stdout.fileno())
         self._out = self.proc.stdin.fileno()
         self._send(wire.encode_json(wire.INIT, {"adapter": adapter, "model": name, "params": params or {}}))
-        ready = self._expect(wire.READY, startup_timeout_s, "starting")
-        self.worker_info = json.loads(ready)
+        self._startup_deadline = time.monotonic() + startup_timeout_s
+        self.worker_info: dict[str, Any] | None = None
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Block until the worker has loaded its model (READY), within the start-up timeout."""
+        if self.worker_info is None:
+            remaining = max(self._startup_deadline - time.monotonic(), 0.001)
+            self.worker_info = json.loads(self._expect(wire.READY, remaining, "starting"))
 
     # -- plumbing -------------------------------------------------------------------------------
     def _stderr_tail(self, lines: int = 15) -> str:

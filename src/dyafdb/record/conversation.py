@@ -36,7 +36,37 @@ class AgentPool:
             self._agents[key] = self._build(model, slot)
         return self._agents[key]
 
-    def _build(self, model: str, slot: int) -> Agent:
+    def get_all(self, keys: list[tuple[str, int]]) -> list[Agent]:
+        """The agents for ``keys`` (model, slot); the missing workers start at the same time.
+
+        A worker's start-up is mostly its model load, so starting side b only after side a is
+        ready would add the two loads up; here every missing worker is spawned first, then the pool
+        waits for each to be ready. Spawning stays on the calling thread: a worker asks the kernel
+        to kill it when the thread that forked it exits (PR_SET_PDEATHSIG). If one fails, the
+        others are still waited for (and kept, so the pool shuts them down) and the first error
+        is raised.
+        """
+        missing = [k for k in dict.fromkeys(keys) if k not in self._agents]
+        if len(missing) > 1 and not self.config["bridge"].get("in_process", False):
+            spawned: dict[tuple[str, int], Any] = {}
+            errors: list[BaseException] = []
+            for key in missing:
+                try:
+                    spawned[key] = self._build(*key, wait=False)
+                except Exception as exc:
+                    errors.append(exc)
+            for key, agent in spawned.items():
+                try:
+                    agent.wait_ready()
+                    self._agents[key] = agent
+                except Exception as exc:
+                    errors.append(exc)
+            if errors:
+                raise errors[0]
+        return [self.get(*k) for k in keys]
+
+    def _build(self, model: str, slot: int, wait: bool = True) -> Agent:
+        """``wait=False``: a remote worker is spawned and the caller waits for it (``wait_ready``)."""
         spec = self.config["models"][model]
         params = spec.get("params") or {}
         if self.config["bridge"].get("in_process", False):
@@ -56,7 +86,7 @@ class AgentPool:
             env["CUDA_VISIBLE_DEVICES"] = gpus
         return RemoteAgent(name=model, adapter=spec["adapter"], params=params, command=worker.get("command"),
                            env=env, startup_timeout_s=worker.get("startup_timeout_s", 600),
-                           step_timeout_s=worker.get("step_timeout_s", 60), log_path=log_path)
+                           step_timeout_s=worker.get("step_timeout_s", 60), log_path=log_path, wait=wait)
 
     def _take_gpus(self, count: int) -> str | None:
         """The next ``count`` of the job's GPUs for one worker, so each model gets its own (paper, App. A).
@@ -110,7 +140,7 @@ def record_conversation(config: dict[str, Any], row: Conversation, out_dir: Path
     sessions = build_sessions(row, scenario, attempt, window_ticks)
     models = {"a": row.model_a, "b": row.model_b}
     # Self-play uses two separate instances of the model: slot 0 for side a, slot 1 for side b.
-    agents = {side: pool.get(models[side], i) for i, side in enumerate(SIDES)}
+    agents = dict(zip(SIDES, pool.get_all([(models[side], i) for i, side in enumerate(SIDES)])))
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     result = run_bridge(agents, sessions, window_ticks, lead_in_ticks, row.opener,
