@@ -44,3 +44,21 @@ def test_missing_weights_stop_a_recording_run_naming_the_model(tmp_path, monkeyp
     # Recording only: no judge is called, so its key is not asked for.
     assert "ANTHROPIC_API_KEY" not in out
     assert not (tmp_path / "results" / "recordings").exists() and not design.exists()
+
+
+def test_a_successful_run_ends_with_the_summary(tmp_path, monkeypatch):
+    from test_resume import snakemake
+
+    from dyafdb.config import validate_config
+    from dyafdb.suite.design import build_design
+
+    cfg = scripted_config()
+    _project(tmp_path, monkeypatch, cfg)
+    rows = build_design(validate_config(cfg, "test"), tmp_path)
+    run = snakemake(tmp_path, f"results/recordings/{rows[0].conversation_id}/meta.json")
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    summary = tmp_path / "results" / "summary.md"
+    text = summary.read_text()
+    assert f"planned: {len(rows)}; recorded: 1;" in text
+    assert "# DyaFDB run summary" in out and f"(written to {summary.relative_to(tmp_path)})" in out

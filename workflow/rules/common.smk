@@ -89,6 +89,15 @@ def preflight_planned_jobs():
         raise WorkflowError("preflight failed, nothing was started:\n" + format_checks(checks))
 
 
+def print_run_summary():
+    """The end of a successful run: counts, judge cost, headline scores and where to look, printed
+    and written to <results>/summary.md (`dyafdb summary` writes the same by hand)."""
+    from dyafdb.analysis.run_summary import write_summary
+
+    path, text = write_summary(config, Path("."), list(CONVERSATIONS.values()))
+    print(f"\n{text}\n(written to {path})")
+
+
 # Rules files append their final outputs here; `rule all` reads it lazily, after every include.
 FINAL_TARGETS = []
 

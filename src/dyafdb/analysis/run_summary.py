@@ -1,0 +1,331 @@
+"""Where a run stands and what it produced, read from its files: `dyafdb status` while it runs, and
+`<results>/summary.md` when it ends (the workflow's `onsuccess` handler writes it).
+
+Everything here reads what the stages wrote (recordings' meta.json, score outputs, judge JSONL,
+analysis tables, logs and Snakemake benchmark files); it never recomputes a result.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from dyafdb.fileio import write_text_atomic
+from dyafdb.judge.rubric import judge_plan
+from dyafdb.judge.settings import judge_settings
+from dyafdb.suite.design import Conversation
+from dyafdb.suite.plan import read_benchmark_seconds
+
+# What a failed stage command leaves in its log (dyafdb.cli's messages, or a crash).
+FAILURE_MARKS = ("error:", "agent failure:", "Traceback (most recent call last)")
+STAGES = ("recorded", "scored", "judged", "failed")
+
+
+@dataclass
+class Where:
+    """The run's folders; logs and benchmarks under the results folder when it has them, else at the root."""
+
+    root: Path
+    results: Path
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any], root: Path) -> "Where":
+        return cls(Path(root), Path(root) / config.get("results_dir", "results"))
+
+    def _either(self, name: str) -> Path:
+        inside = self.results / name
+        return inside if inside.is_dir() else self.root / name
+
+    @property
+    def logs(self) -> Path:
+        return self._either("logs")
+
+    @property
+    def benchmarks(self) -> Path:
+        return self._either("benchmarks")
+
+    def recording(self, cid: str) -> Path:
+        return self.results / "recordings" / cid
+
+    def scored(self, cid: str) -> Path:
+        return self.results / "measures" / f"{cid}.json"
+
+    def judge_output(self, judge: str, archetype: str, question: str) -> Path:
+        return self.results / "judge" / judge / archetype / f"{question}.jsonl"
+
+
+def _log_failed(path: Path) -> bool:
+    try:
+        text = path.read_text(errors="replace")[-20000:]
+    except OSError:
+        return False
+    return any(mark in text for mark in FAILURE_MARKS)
+
+
+def conversation_states(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation]) -> dict[str, dict[str, Any]]:
+    """Per conversation: recorded, scored, judged (every judge batch of its archetype written),
+    failed (its record or score job's log shows an error and its output is missing), attempt."""
+    where = Where.of(config, root)
+    settings = judge_settings(config, root)
+    batches = judge_plan(sorted({r.archetype for r in rows}))
+    judged_archetypes = {a for a in {r.archetype for r in rows}
+                         if all(where.judge_output(j, a, q).exists() for j in settings.run for aa, q in batches if aa == a)}
+    states = {}
+    for row in rows:
+        cid = row.conversation_id
+        meta_path = where.recording(cid) / "meta.json"
+        recorded = meta_path.exists()
+        scored = where.scored(cid).exists()
+        failed = ((not recorded and _log_failed(where.logs / "record" / f"{cid}.log"))
+                  or (recorded and not scored and _log_failed(where.logs / "score" / f"{cid}.log")))
+        attempt = 1
+        if recorded:
+            try:
+                attempt = int(json.loads(meta_path.read_text()).get("attempt", 1))
+            except (OSError, ValueError, TypeError):
+                pass
+        states[cid] = {"recorded": recorded, "scored": scored, "judged": scored and row.archetype in judged_archetypes,
+                       "failed": failed, "attempt": attempt}
+    return states
+
+
+@dataclass
+class JobTimes:
+    """Finished jobs of one rule, from their benchmark files: wall seconds and when each ended."""
+
+    seconds: list[float] = field(default_factory=list)
+    ends: list[float] = field(default_factory=list)
+
+    @property
+    def mean_s(self) -> float | None:
+        return sum(self.seconds) / len(self.seconds) if self.seconds else None
+
+    @property
+    def concurrency(self) -> float:
+        """Job-seconds per wall second since the first of them started: how many ran side by side."""
+        if len(self.seconds) < 2:
+            return 1.0
+        starts = [e - s for e, s in zip(self.ends, self.seconds)]
+        span = max(self.ends) - min(starts)
+        return max(1.0, sum(self.seconds) / span) if span > 0 else 1.0
+
+
+def job_times(folder: Path) -> JobTimes:
+    times = JobTimes()
+    for path in sorted(folder.glob("*.tsv")) if folder.is_dir() else []:
+        s = read_benchmark_seconds(path)
+        if s is not None:
+            times.seconds.append(s)
+            times.ends.append(path.stat().st_mtime)
+    return times
+
+
+def run_status(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation]) -> dict[str, Any]:
+    """Counts per suite and pairing and an ETA for the recordings and scoring still to do."""
+    states = conversation_states(config, root, rows)
+    suites: dict[str, Any] = {}
+    for row in rows:
+        state = states[row.conversation_id]
+        suite = suites.setdefault(row.suite, {"conversations": 0, **{k: 0 for k in STAGES}, "pairings": {}})
+        pairing = suite["pairings"].setdefault(row.pairing, {"conversations": 0, **{k: 0 for k in STAGES}})
+        for target in (suite, pairing):
+            target["conversations"] += 1
+            for key in STAGES:
+                target[key] += bool(state[key])
+    total = {"conversations": len(rows), **{k: sum(bool(s[k]) for s in states.values()) for k in STAGES}}
+    where = Where.of(config, root)
+    eta: dict[str, Any] = {}
+    remaining_s = 0.0
+    for stage, done_key in (("record", "recorded"), ("score", "scored")):
+        times = job_times(where.benchmarks / stage)
+        left = sum(1 for s in states.values() if not s[done_key] and not s["failed"])
+        if times.mean_s is None:
+            eta[stage] = {"left": left, "mean_job_s": None, "eta_s": None}
+            continue
+        stage_s = left * times.mean_s / times.concurrency
+        remaining_s += stage_s
+        eta[stage] = {"left": left, "mean_job_s": times.mean_s, "jobs_side_by_side": times.concurrency,
+                      "finished_jobs": len(times.seconds), "eta_s": stage_s}
+    known = all(e["eta_s"] is not None or e["left"] == 0 for e in eta.values())
+    return {**total, "suites": suites, "eta": eta, "eta_s": remaining_s if known else None}
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown (no finished job to time yet)"
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    return f"{h} h {rest // 60:02d} min" if h else f"{rest // 60} min {rest % 60:02d} s"
+
+
+def format_status(status: Mapping[str, Any]) -> str:
+    lines = [f"{status['conversations']:,} conversations: " + ", ".join(f"{status[k]:,} {k}" for k in STAGES)]
+    for name, suite in status["suites"].items():
+        lines.append(f"  suite {name}: " + ", ".join(f"{suite[k]:,} {k}" for k in STAGES) + f" of {suite['conversations']:,}")
+        for pairing, p in suite["pairings"].items():
+            lines.append(f"    {pairing:40s} " + "  ".join(f"{k} {p[k]:>5,}" for k in STAGES) + f"  of {p['conversations']:,}")
+    for stage, e in status["eta"].items():
+        timing = (f"{e['mean_job_s']:.1f} s per job over {e['finished_jobs']} finished, {e['jobs_side_by_side']:.1f} side by side"
+                  if e["mean_job_s"] is not None else "no finished job yet")
+        lines.append(f"  {stage}: {e['left']:,} jobs left ({timing})")
+    lines.append(f"ETA: {_duration(status['eta_s'])}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- end-of-run summary
+
+
+def _read_tsv(path: Path) -> list[dict[str, str]]:
+    try:
+        with path.open(newline="") as fh:
+            return list(csv.DictReader(fh, delimiter="\t"))
+    except OSError:
+        return []
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        value = float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+    return None if value is None or math.isnan(value) else value
+
+
+def judge_usage(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation]) -> list[dict[str, Any]]:
+    """Per judge: answers, invalid answers, replies from the cache, tokens and cost (from its
+    prices, else plan.judge_prices; None when neither knows the model)."""
+    where = Where.of(config, root)
+    settings = judge_settings(config, root)
+    prices = (config.get("plan") or {}).get("judge_prices") or {}
+    out = []
+    for name in settings.run:
+        spec = settings.judge(name)
+        counts = Counter()
+        for archetype, question in judge_plan(sorted({r.archetype for r in rows})):
+            path = where.judge_output(name, archetype, question)
+            if not path.exists():
+                continue
+            for line in path.read_text().splitlines():
+                if not line.strip():
+                    continue
+                rec = json.loads(line)
+                counts["answers"] += 1
+                counts["invalid"] += not rec.get("valid", False)
+                counts["cached"] += bool(rec.get("cached"))
+                counts["input_tokens"] += int(rec.get("input_tokens") or 0)
+                counts["output_tokens"] += int(rec.get("output_tokens") or 0)
+        price_in, price_out = spec.price_input_per_mtok, spec.price_output_per_mtok
+        if (price_in is None or price_out is None) and spec.model in prices:
+            price_in, price_out = prices[spec.model]["input_per_mtok"], prices[spec.model]["output_per_mtok"]
+        if spec.backend == "llamacpp":
+            cost = 0.0
+        elif price_in is None or price_out is None:
+            cost = None
+        else:
+            cost = (counts["input_tokens"] * price_in + counts["output_tokens"] * price_out) / 1e6
+        out.append({"judge": name, "model": spec.model, "backend": spec.backend, **{k: counts[k] for k in
+                    ("answers", "invalid", "cached", "input_tokens", "output_tokens")}, "cost_usd": cost})
+    return out
+
+
+def headline_scores(tables: Path, tasks: Iterable[str]) -> tuple[dict[str, dict[str, float | None]], list[str]]:
+    """Each model's average score per task (the `avg` column of score_<task>.tsv), and warnings for
+    tables that are missing, empty, all blank or the same for every model."""
+    scores: dict[str, dict[str, float | None]] = {}
+    warnings = []
+    for task in tasks:
+        path = tables / f"score_{task}.tsv"
+        if not path.exists():
+            warnings.append(f"{path.name}: missing")
+            continue
+        body = [r for r in _read_tsv(path) if r.get(f"n:{_first_partner(r)}", "") != ""] or _read_tsv(path)
+        values = {r["row"]: _number(r.get("avg")) for r in body if r.get("row")}
+        if not values:
+            warnings.append(f"{path.name}: no model rows")
+        elif all(v is None for v in values.values()):
+            warnings.append(f"{path.name}: every score is blank (no valid answer or measure)")
+        elif len({v for v in values.values() if v is not None}) == 1 and len(values) > 1:
+            warnings.append(f"{path.name}: every model scores {next(v for v in values.values() if v is not None):g}; "
+                            "the table cannot rank them")
+        for model, value in values.items():
+            scores.setdefault(model, {})[task] = value
+    return scores, warnings
+
+
+def _first_partner(row: Mapping[str, str]) -> str:
+    return next((k[2:] for k in row if k.startswith("n:")), "")
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}g}"
+
+
+def summary_markdown(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation], when: float | None = None) -> str:
+    where = Where.of(config, root)
+    status = run_status(config, root, rows)
+    states = conversation_states(config, root, rows)
+    rerecorded = sum(1 for s in states.values() if s["recorded"] and s["attempt"] > 1)
+    tasks = sorted({r.archetype for r in rows})
+    tables = where.results / "analysis" / "tables"
+    scores, warnings = headline_scores(tables, tasks)
+    lines = [f"# DyaFDB run summary: {where.results}",
+             "",
+             f"Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(when or time.time()))}."
+             + (" Demo quality: embedded agents and a local judge, not the paper's numbers." if config.get("demo_quality") else ""),
+             "",
+             "## Conversations",
+             "",
+             f"- planned: {len(rows):,}; recorded: {status['recorded']:,}; scored: {status['scored']:,}; "
+             f"judged: {status['judged']:,}",
+             f"- failed: {status['failed']:,}; re-recorded (garbled first attempt): {rerecorded:,}",
+             f"- not recorded: {len(rows) - status['recorded']:,}",
+             "",
+             "## Judge",
+             "",
+             "| judge | model | answers | invalid | from cache | tokens in | tokens out | cost |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for j in judge_usage(config, root, rows):
+        cost = "unknown" if j["cost_usd"] is None else f"${j['cost_usd']:,.2f}"
+        lines.append(f"| {j['judge']} | {j['backend']} {j['model']} | {j['answers']:,} | {j['invalid']:,} | {j['cached']:,} | "
+                     f"{j['input_tokens']:,} | {j['output_tokens']:,} | {cost} |")
+    lines += ["", "## Headline scores (average over partners, main window)", ""]
+    if scores:
+        lines += ["| model | " + " | ".join(tasks) + " |", "| --- |" + " ---: |" * len(tasks)]
+        for model, by_task in scores.items():
+            lines.append(f"| {model} | " + " | ".join(_fmt(by_task.get(t)) for t in tasks) + " |")
+    else:
+        lines.append("No score tables yet.")
+    board = _read_tsv(tables / "leaderboard.tsv")
+    lines += ["", "## Leaderboard", ""]
+    if board:
+        cols = [c for c in ("rank", "model", "rating", "lower", "upper", "battles") if c in board[0]]
+        lines += ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
+        lines += ["| " + " | ".join(r.get(c, "") for c in cols) + " |" for r in board]
+    else:
+        lines.append("No leaderboard yet (tables/leaderboard.tsv).")
+    if board and len({r.get("rating") for r in board}) == 1 and len(board) > 1:
+        warnings.append("leaderboard.tsv: every model has the same rating")
+    lines += ["", "## Warnings", ""]
+    lines += [f"- {w}" for w in warnings] or ["None."]
+    report = where.results / "analysis" / "report.html"
+    site = where.results / "site" / "index.html"
+    lines += ["", "## Open", ""]
+    lines += [f"- report: {report}" + ("" if report.exists() else " (not built)"),
+              f"- viewer: {site}" + ("" if site.exists() else " (not built)"),
+              f"- measures: {where.results / 'scores' / 'measures.tsv'}",
+              f"- status while a run goes on: `dyafdb status`"]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation]) -> tuple[Path, str]:
+    """Write <results>/summary.md; returns its path and text."""
+    text = summary_markdown(config, root, rows)
+    path = Where.of(config, root).results / "summary.md"
+    write_text_atomic(path, text)
+    return path, text
