@@ -1,7 +1,7 @@
 """Cost of one conversation's frame when sessions share a batched Moshi engine (random weights).
 
     python bench/bench_engine.py                          # CPU, scaled tiny model, batch 1,2,4,8,16
-    python bench/bench_engine.py --device cuda --size full --dtype bfloat16 --batch 1,8,16,32 [--no-cuda-graph]
+    python bench/bench_engine.py --device cuda --size full --dtype bfloat16 --batch 1,8,16,32 --modes eager,graph
 
 A tick is one batched step of the engine (``dyafdb.agents.moshi.engine.BatchedMoshi``): Mimi
 encode of every session's heard frame, one LM step with the depformer, Mimi decode, per-session
@@ -10,8 +10,10 @@ the tests' tiny configuration (tests/standins/moshi_tiny.py) scaled up (LM dim 3
 depformer 192 x 2; Mimi as in the tests) so one batch-1 tick takes 10-50 ms on one CPU thread;
 ``--size full`` is the 7B Moshi/PersonaPlex shape with the full Mimi (GPU only).
 
-Prints one JSON line per batch size: median and p90 ms per tick, ms per conversation-frame
-(tick / batch) and its ratio to batch 1 (target at batch 8: <= 0.3), and a header line.
+Prints a header line, then one JSON line per mode and batch size: median and p90 ms per tick, ms
+per conversation-frame (tick / batch) and its ratio to batch 1 (CPU target at batch 8: <= 0.3);
+``--summary`` ends with one line holding them all and the largest batch within the 80 ms frame.
+Random weights cost the same FLOPs as real ones, so the timing carries over; what is sampled does not.
 """
 
 from __future__ import annotations
@@ -108,28 +110,48 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=40, help="timed ticks per batch size")
     parser.add_argument("--warmup", type=int, default=5, help="untimed ticks first (CUDA graph capture)")
     parser.add_argument("--threads", type=int, default=1, help="CPU: torch intra-op threads")
-    parser.add_argument("--no-cuda-graph", action="store_true", help="eager GPU steps (moshi's NO_CUDA_GRAPH)")
+    parser.add_argument("--modes", default="eager",
+                        help="GPU: comma-separated eager,graph (moshi's CUDA graphs on or off, same loaded model)")
+    parser.add_argument("--summary", action="store_true",
+                        help="end with one JSON line: ms per tick per mode and batch, largest batch under 80 ms")
     args = parser.parse_args()
-    if args.no_cuda_graph:
-        os.environ["NO_CUDA_GRAPH"] = "1"  # read by moshi's CUDAGraphed at each engine's construction
 
     import torch
 
     torch.set_num_threads(args.threads)
     lm, mimi, build_s, params = build(args)
     cuda = args.device.startswith("cuda")
-    print(json.dumps({"device": torch.cuda.get_device_name(0) if cuda else f"cpu x{args.threads} thread(s)",
-                      "torch": torch.__version__, "dtype": args.dtype, "size": args.size, "dep_q": args.dep_q,
-                      "cuda_graphs": cuda and not args.no_cuda_graph,
-                      "lm_params_m": round(params / 1e6, 1), "build_s": round(build_s, 1)}), flush=True)
-    base = None
-    for batch in (int(b) for b in args.batch.split(",")):
-        row = time_batch(lm, mimi, batch, args)
-        if batch == 1:
-            base = row["ms_per_conversation_frame"]
-        if base:
-            row["per_conversation_vs_batch_1"] = round(row["ms_per_conversation_frame"] / base, 3)
-        print(json.dumps(row), flush=True)
+    header = {"device": torch.cuda.get_device_name(0) if cuda else f"cpu x{args.threads} thread(s)",
+              "torch": torch.__version__, "dtype": args.dtype, "size": args.size, "dep_q": args.dep_q,
+              "lm_params_m": round(params / 1e6, 1), "build_s": round(build_s, 1)}
+    print(json.dumps(header), flush=True)
+    summary: dict = {"summary": "bench_engine", **header, "ms_per_tick": {}, "largest_batch_under_80ms": {}}
+    for mode in args.modes.split(","):
+        if mode not in ("eager", "graph"):
+            parser.error(f"--modes: {mode!r} is neither eager nor graph")
+        # moshi's CUDAGraphed reads NO_CUDA_GRAPH at every call, so one loaded model serves both modes.
+        os.environ["NO_CUDA_GRAPH"] = "1" if mode == "eager" else "0"
+        base = None
+        per_batch: dict[str, float] = {}
+        for batch in (int(b) for b in args.batch.split(",")):
+            try:
+                row = time_batch(lm, mimi, batch, args)
+            except torch.OutOfMemoryError:
+                print(json.dumps({"mode": mode, "batch": batch, "error": "out of memory"}), flush=True)
+                torch.cuda.empty_cache()
+                break
+            row = {"mode": mode, **row}
+            if batch == 1:
+                base = row["ms_per_conversation_frame"]
+            if base:
+                row["per_conversation_vs_batch_1"] = round(row["ms_per_conversation_frame"] / base, 3)
+            per_batch[str(batch)] = row["tick_ms_median"]
+            print(json.dumps(row), flush=True)
+        summary["ms_per_tick"][mode] = per_batch
+        fits = [int(b) for b, ms in per_batch.items() if ms <= FRAME_MS]
+        summary["largest_batch_under_80ms"][mode] = max(fits) if fits else None
+    if args.summary:
+        print(json.dumps(summary), flush=True)
 
 
 if __name__ == "__main__":
