@@ -42,8 +42,10 @@ class ProbeAgent:
         if self.params.get("crash_at") == t:
             raise RuntimeError("boom (planned crash)")
         if self.params.get("exit_at") == t:
-            os._exit(17)
+            os._exit(self.params.get("exit_code", 17))
         if self.params.get("hang_at") == t:
+            if self.params.get("hang_marker"):  # tells a test the hang has begun
+                open(f"{self.params['hang_marker']}.{self.side}", "w").close()
             time.sleep(3600)
         if self.params.get("bad_shape_at") == t:
             return Frame(np.zeros(100, dtype=np.float32))

@@ -97,7 +97,7 @@ def test_worker_crash_through_the_cli_leaves_no_recording(tmp_path, capsys):
     path = write_config(tmp_path, cfg)
     cid = "t1-1-fixture-01__crashy__crashy__open-a__rep1__4s"
     assert main(["record", "--config", path, "--root", str(tmp_path), "--id", cid]) == 3
-    assert "agent crashy: worker error while stepping: RuntimeError: boom" in capsys.readouterr().err
+    assert "agent crashy (side a, tick 5): worker error while stepping: RuntimeError: boom" in capsys.readouterr().err
     assert not (tmp_path / "results" / "recordings" / cid / "meta.json").exists()
 
 

@@ -1,7 +1,8 @@
 """The bridge's side of an out-of-process agent: spawn, talk the frame protocol, fail loudly.
 
-A worker that crashes, hangs past its timeout or sends a malformed message raises
-:class:`AgentError` naming the agent and the reason (with the tail of the worker's stderr).
+A worker that crashes, exits, hangs past its timeout or sends a malformed message raises
+:class:`AgentError` naming the agent, its side and the tick (self-play runs one model on both
+sides) and the reason, with the tail of the worker's stderr.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class RemoteAgent:
         later, so several workers load their models at the same time."""
         self.name = name
         self.step_timeout_s = step_timeout_s
+        self._side: str | None = None  # of the session in progress, for error messages
+        self._tick = -1
         self._log = open(log_path, "ab") if log_path else tempfile.TemporaryFile()
         argv = list(command or DEFAULT_COMMAND)
         try:
@@ -66,9 +69,14 @@ class RemoteAgent:
             return ""
         return ("\n  worker stderr (last lines):\n    " + "\n    ".join(tail)) if tail else ""
 
+    def _where(self) -> str:
+        if self._side is None:
+            return ""
+        return f" (side {self._side}, tick {self._tick})" if self._tick >= 0 else f" (side {self._side})"
+
     def _fail(self, reason: str) -> AgentError:
         self.kill()
-        return AgentError(f"agent {self.name}: {reason}{self._stderr_tail()}")
+        return AgentError(f"agent {self.name}{self._where()}: {reason}{self._stderr_tail()}")
 
     def _send(self, data: bytes) -> None:
         try:
@@ -82,7 +90,13 @@ class RemoteAgent:
         except TimeoutError:
             raise self._fail(f"worker hung: no reply within {timeout:g} s while {doing}") from None
         except EOFError:
-            code = self.proc.wait(timeout=5) if self.proc.poll() is None else self.proc.poll()
+            try:
+                code = self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # closed its stdout but lives on
+                code = None
+            if code == 0:
+                raise self._fail(f"worker exited with code 0 while {doing}, without an error and without being asked "
+                                 "to quit (does the adapter or a library call exit()?)") from None
             raise self._fail(f"worker crashed while {doing} (exit code {code})") from None
         except wire.ProtocolError as exc:
             raise self._fail(f"malformed message from worker while {doing}: {exc}") from None
@@ -95,10 +109,12 @@ class RemoteAgent:
 
     # -- the agent protocol ---------------------------------------------------------------------
     def open(self, session: Session) -> AgentInfo:
+        self._side, self._tick = session.side, -1
         self._send(wire.encode_json(wire.OPEN, session.to_json()))
         return AgentInfo(**json.loads(self._expect(wire.OPENED, self.step_timeout_s * 10, "opening the session")))
 
     def begin_step(self, heard: np.ndarray) -> None:
+        self._tick += 1
         self._send(wire.encode(wire.STEP, np.ascontiguousarray(heard, dtype="<f4").tobytes()))
 
     def end_step(self) -> Frame:

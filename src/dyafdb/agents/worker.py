@@ -2,13 +2,23 @@
 
 Speaks the frame protocol (``dyafdb.agents.wire``) on stdin/stdout. Started by the bridge with the
 command a model's config gives, so each model can live in its own environment.
+
+A worker never outlives its bridge (a worker left running with PPID 1 keeps a GPU busy on a cluster):
+on Linux the kernel kills it when its parent dies (``PR_SET_PDEATHSIG``), and a watchdog thread
+exits when stdin reports hang-up, i.e. when every writer of the pipe is gone. The watchdog also
+covers a worker started through a wrapper (``conda run``, a shell), whose parent is the wrapper,
+and a worker stuck in a step, which never reads stdin again.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import select
+import signal
 import sys
+import threading
 import traceback
 
 import numpy as np
@@ -61,7 +71,42 @@ def serve(in_fd: int, out_fd: int) -> int:
             return 1
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux; elsewhere a no-op)."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _exit_on_hangup(fd: int) -> None:
+    poller = select.poll()
+    poller.register(fd, 0)  # POLLHUP and POLLERR are always reported; no POLLIN, so frames are left alone
+    while True:
+        for _, event in poller.poll():
+            if event & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                print("dyafdb worker: the bridge is gone (stdin hung up); exiting", file=sys.stderr, flush=True)
+                os._exit(1)
+
+
+def start_stdin_watchdog(fd: int = 0) -> threading.Thread:
+    """Exit the process as soon as every writer of ``fd`` (the bridge's end of the pipe) has closed it."""
+    thread = threading.Thread(target=_exit_on_hangup, args=(fd,), daemon=True, name="dyafdb-stdin-watchdog")
+    thread.start()
+    return thread
+
+
 def main() -> int:
+    die_with_parent()
+    start_stdin_watchdog(0)
     # Keep the protocol on a private descriptor and point fd 1 at stderr, so a library that prints
     # to stdout (C code included) cannot corrupt the frame stream.
     proto_out = os.dup(1)
