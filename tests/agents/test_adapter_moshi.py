@@ -117,3 +117,30 @@ def test_runs_as_an_out_of_process_worker(checkpoint, tmp_path):
         remote.shutdown()
     assert result.ticks == 12
     assert np.allclose(result.recording.audio[0], local.recording.audio[0], atol=1e-5)
+
+
+def test_production_layout_without_config_json(tmp_path):
+    """kyutai/moshiko-pytorch-bf16 has no config.json: default file names and moshi's 7B defaults (here tiny)."""
+    folder = moshi_tiny.write_moshi_checkpoint(tmp_path / "moshiko", with_config=False)
+    assert not (folder / "config.json").exists()
+    vocab = moshi_tiny.tokenizer((folder / "tokenizer_spm_32k_3.model").read_bytes()).vocab_size()
+    with moshi_tiny.as_default_architecture(vocab):
+        agent = MoshiAgent(params(folder), "moshi")
+        result = record(agent, seed=5, window=12)
+    assert result.ticks == 12 and np.abs(result.recording.audio[0]).max() > 0
+    extra = result.agent_info["a"]["extra"]
+    assert extra["config"].startswith("none") and extra["checkpoint"] == str(folder)
+
+
+def test_incomplete_checkpoint_dir_falls_back_to_the_hub_cache(checkpoint, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    snapshot = moshi_tiny.write_hub_cache(tmp_path / "hf", "kyutai/moshiko-pytorch-bf16", checkpoint, revision="ab" * 20)
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    (partial / "config.json").write_text((checkpoint / "config.json").read_text())  # names files it does not hold
+    agent = MoshiAgent(params(partial, hf_repo="kyutai/moshiko-pytorch-bf16"), "moshi")
+    info = agent.open(sessions(1, 5)["a"])
+    assert info.extra["checkpoint"] == str(snapshot) and info.extra["checkpoint_revision"] == "ab" * 20
+    with pytest.raises(InputError, match=r"partial lacks .*tiny_lm\.safetensors.*hf_repo kyutai/moshika-pytorch-bf16 is not in "
+                                         r"the local Hugging Face cache"):
+        MoshiAgent(params(partial, hf_repo="kyutai/moshika-pytorch-bf16"), "moshi")

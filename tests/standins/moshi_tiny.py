@@ -97,8 +97,13 @@ def build_lm(text_card: int, dep_q: int = 8, device: str = "cpu"):
     return loaders.get_moshi_lm(None, lm_kwargs=tiny_lm_kwargs(text_card, dep_q), device=device, dtype=torch.float32)
 
 
-def write_moshi_checkpoint(folder: Path, seed: int = 0) -> Path:
-    """A checkpoint folder laid out like kyutai's repositories, with config.json naming the files."""
+def write_moshi_checkpoint(folder: Path, seed: int = 0, with_config: bool = True) -> Path:
+    """A checkpoint folder laid out like kyutai's repositories, with config.json naming the files.
+
+    ``with_config=False`` lays it out like kyutai/moshiko-pytorch-bf16, which has no config.json: the
+    files carry moshi's default names and the loader assumes its module-level Moshi 7B configs (use
+    ``as_default_architecture`` so those defaults are this tiny model's).
+    """
     import torch
     from safetensors.torch import save_file
 
@@ -109,6 +114,14 @@ def write_moshi_checkpoint(folder: Path, seed: int = 0) -> Path:
     vocab = tokenizer(proto).vocab_size()
     lm = build_lm(text_card=vocab)
     mimi = build_mimi()
+    if not with_config:
+        from moshi.models import loaders
+
+        (folder / loaders.TEXT_TOKENIZER_NAME).write_bytes(proto)
+        save_file({k: v.contiguous() for k, v in lm.state_dict().items()}, str(folder / loaders.MOSHI_NAME))
+        save_file({k: v.contiguous() for k, v in mimi.state_dict().items()}, str(folder / loaders.MIMI_NAME))
+        (folder / "tiny_spm.model").unlink()
+        return folder
     save_file({k: v.contiguous() for k, v in lm.state_dict().items()}, str(folder / "tiny_lm.safetensors"))
     save_file({k: v.contiguous() for k, v in mimi.state_dict().items()}, str(folder / "tiny_mimi.safetensors"))
     (folder / "mimi_config.json").write_text(json.dumps(tiny_mimi_config()))
@@ -116,3 +129,30 @@ def write_moshi_checkpoint(folder: Path, seed: int = 0) -> Path:
               "tokenizer_name": "tiny_spm.model", "mimi_config_name": "mimi_config.json", "model_type": "moshi"}
     (folder / "config.json").write_text(json.dumps(config))
     return folder
+
+
+@contextlib.contextmanager
+def as_default_architecture(text_card: int):
+    """Make moshi's module-level defaults (what a checkpoint without config.json gets) the tiny model's."""
+    from moshi.models import loaders
+
+    saved = (loaders._lm_kwargs, loaders._mimi_config)
+    loaders._lm_kwargs, loaders._mimi_config = tiny_lm_kwargs(text_card), tiny_mimi_config()
+    try:
+        yield
+    finally:
+        loaders._lm_kwargs, loaders._mimi_config = saved
+
+
+def write_hub_cache(hf_home: Path, repo: str, source: Path, revision: str = "0" * 40) -> Path:
+    """Put ``source``'s files into a local Hugging Face cache as a snapshot of ``repo`` (offline lookup only)."""
+    import shutil
+
+    root = hf_home / "hub" / f"models--{repo.replace('/', '--')}"
+    snapshot = root / "snapshots" / revision
+    snapshot.mkdir(parents=True, exist_ok=True)
+    for path in source.iterdir():
+        shutil.copy(path, snapshot / path.name)
+    (root / "refs").mkdir(exist_ok=True)
+    (root / "refs" / "main").write_text(revision)
+    return snapshot

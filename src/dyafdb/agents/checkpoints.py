@@ -29,13 +29,15 @@ def expand(path: str | os.PathLike[str]) -> Path:
     return Path(os.path.expandvars(os.path.expanduser(str(path))))
 
 
-def _hf_cache_snapshot(repo: str) -> Path | None:
+def hf_cache_snapshot(repo: str) -> Path | None:
     try:
         from huggingface_hub import snapshot_download
     except ImportError:
         return None
+    # read the cache location now, not at huggingface_hub's import (HF_HOME may be set later)
+    cache = os.environ.get("HF_HUB_CACHE") or os.path.join(os.environ.get("HF_HOME") or "~/.cache/huggingface", "hub")
     try:
-        return Path(snapshot_download(repo_id=repo, local_files_only=True))
+        return Path(snapshot_download(repo_id=repo, local_files_only=True, cache_dir=str(expand(cache))))
     except Exception:  # not cached (LocalEntryNotFoundError and friends differ across versions)
         return None
 
@@ -68,7 +70,7 @@ def resolve_checkpoint(params: dict[str, Any], model: str, required: Iterable[st
         tried.append(f"checkpoint_dir {expand(checkpoint_dir)}")
     if repo:
         force_offline_hub()
-        cached = _hf_cache_snapshot(str(repo))
+        cached = hf_cache_snapshot(str(repo))
         if cached is not None:
             candidates.append(cached)
         tried.append(f"hf_repo {repo} in the local Hugging Face cache ({os.environ.get('HF_HOME', '~/.cache/huggingface')})")

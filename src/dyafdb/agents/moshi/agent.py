@@ -17,6 +17,7 @@ params:
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ import numpy as np
 
 from dyafdb import __version__
 from dyafdb.agents.base import AgentInfo, Frame, Session
-from dyafdb.agents.checkpoints import force_offline_hub, resolve_checkpoint
+from dyafdb.agents.checkpoints import (hf_cache_snapshot, checkpoint_revision, download_hint, expand, force_offline_hub,
+                                       resolve_checkpoint)
 from dyafdb.agents.moshi.stack import MoshiFrameLoop, MoshiModels, sampling_params, seed_everything, torch_device, torch_dtype
 from dyafdb.errors import InputError
 from dyafdb.agents.registry import adapter
@@ -50,14 +52,45 @@ def _checkpoint_files(folder: Path) -> dict[str, Any]:
     }
 
 
+def _complete_folder(params: dict[str, Any], model: str) -> tuple[Path, dict[str, Any]]:
+    """The first candidate folder holding every file its own config.json (or moshi's defaults) names.
+
+    ``checkpoint_dir`` comes first, then ``hf_repo`` in the local Hugging Face cache, as moshi's own
+    loader would find them; a folder missing a file falls through to the cache, and when neither is
+    complete the message names each missing file and how to get it.
+    """
+    force_offline_hub()
+    tried: list[str] = []
+    candidates: list[Path] = []
+    if params.get("checkpoint_dir"):
+        candidates.append(expand(params["checkpoint_dir"]))
+    if params.get("hf_repo"):
+        cached = hf_cache_snapshot(str(params["hf_repo"]))
+        if cached is not None:
+            candidates.append(cached)
+    cache_miss = [] if not params.get("hf_repo") or len(candidates) > bool(params.get("checkpoint_dir")) else [
+        f"hf_repo {params['hf_repo']} is not in the local Hugging Face cache ({os.environ.get('HF_HOME', '~/.cache/huggingface')})"]
+    if not candidates and not cache_miss:
+        resolve_checkpoint(params, model, hint=HINT)  # raises: neither checkpoint_dir nor hf_repo
+    for folder in candidates:
+        if not folder.is_dir():
+            tried.append(f"{folder} does not exist")
+            continue
+        files = _checkpoint_files(folder)
+        missing = [str(p) for k, p in files.items() if p is not None and k != "config" and not p.exists()]
+        if not missing:
+            return folder, files
+        tried.append(f"{folder} lacks {', '.join(missing)}")
+    tried += cache_miss
+    target = expand(params["checkpoint_dir"]) if params.get("checkpoint_dir") else None
+    raise InputError(f"model {model}: checkpoint not found or incomplete ({'; '.join(tried)}). "
+                     + download_hint(model, str(params["hf_repo"]) if params.get("hf_repo") else "kyutai/moshiko-pytorch-bf16",
+                                     target, HINT))
+
+
 def load_moshi(params: dict[str, Any], model: str) -> tuple[MoshiModels, dict[str, Any]]:
     """Load Mimi, the LM and the tokenizer from a local checkpoint; returns (models, LMGen defaults)."""
-    force_offline_hub()
-    folder = resolve_checkpoint(params, model, hint=HINT)
-    files = _checkpoint_files(folder)
-    missing = [str(p) for k, p in files.items() if p is not None and k != "config" and not p.exists()]
-    if missing:
-        raise InputError(f"model {model}: checkpoint folder {folder} lacks {', '.join(missing)}; {HINT}; see docs/models.md")
+    folder, files = _complete_folder(params, model)
     try:
         from moshi.models import LMGen, loaders
     except ImportError as exc:
@@ -69,12 +102,15 @@ def load_moshi(params: dict[str, Any], model: str) -> tuple[MoshiModels, dict[st
         config_path=files["config"] if files["config"] is not None else None,
         mimi_config_path=files["mimi_config"],
     ) if files["config"] is not None else loaders.CheckpointInfo(files["moshi"], files["mimi"], files["tokenizer"])
+    # (no config.json, as in kyutai/moshiko-pytorch-bf16: from_hf_repo's legacy branch, Moshi 7B defaults)
     mimi = info.get_mimi(device=device)
     lm = info.get_moshi(device=device, dtype=dtype)
     sampling = sampling_params(params, model)
     lm_gen = LMGen(lm, **{**info.lm_gen_config, **sampling})
     models = MoshiModels(mimi=mimi, lm_gen=lm_gen, tokenizer=info.get_text_tokenizer(), device=device,
-                         extra={"checkpoint": str(folder), "model_type": info.model_type})
+                         extra={"checkpoint": str(folder), "model_type": info.model_type,
+                                "config": "config.json" if files["config"] is not None else "none: moshi's Moshi 7B defaults",
+                                "checkpoint_revision": checkpoint_revision(folder) or "unknown"})
     return models, {**info.lm_gen_config, **sampling}
 
 
