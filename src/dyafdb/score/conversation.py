@@ -7,7 +7,7 @@ file (``dyafdb segments``, ``dyafdb transcript``, ``dyafdb mechanical``):
 ``results/segments/<id>.json``      VAD segments per channel (:mod:`dyafdb.score.vad`)
 ``results/transcripts/<id>.txt``    what the judge reads (:mod:`dyafdb.score.transcript`)
 ``results/transcripts/<id>.json``   the same lines with frames, speaker map and unattached tokens
-``results/measures/<id>.json``      turn-taking, occupancy and (T4-2) leak per side
+``results/measures/<id>.json``      turn-taking, occupancy, audio health and (T4-2) leak per side
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import yaml
 from dyafdb.fileio import read_json, write_json_atomic, write_text_atomic
 from dyafdb.score.check import check_recording
 from dyafdb.score.tasks import find_leak, occupancy
+from dyafdb.score.health import HealthParams, measure_health
+from dyafdb.record.garble import read_garble
 from dyafdb.record.recording import Recording, read_recording
 from dyafdb.suite.scenarios import find_scenario
 from dyafdb.schema_check import YAML_LOADER
@@ -80,6 +82,16 @@ def compute_measures(segments: Mapping[str, list[Interval]], ticks: int, rec: Re
     }
 
 
+def add_health(doc: dict[str, Any], rec: Recording, segments: Mapping[str, list[Interval]],
+               config: Mapping[str, Any], garble: Mapping[str, Any] | None = None, transcriber: Any = None) -> None:
+    """Add the audio-health values (:mod:`dyafdb.score.health`) to a measures document, per side."""
+    turn_ends = {side: [tuple(x) for x in doc["events"][side]["turn_ends"]] for side in ("a", "b")}
+    health = measure_health(rec, segments, turn_ends, HealthParams.from_config(config), config, garble, transcriber)
+    for side in ("a", "b"):
+        doc["values"][side].update(health["values"][side])
+    doc["health"] = {"params": health["params"], "detail": health["detail"]}
+
+
 def _secret_for(config: Mapping[str, Any], root: Path, meta: Mapping[str, Any]) -> str | None:
     if meta.get("archetype") != "T4-2":
         return None
@@ -113,6 +125,7 @@ def score_conversation(config: Mapping[str, Any], root: Path, conversation_id: s
     if "measures" in stages:
         doc = compute_measures(segments, ticks, rec, TurnTakingParams.from_config(config),
                                _secret_for(config, root, rec.meta), TranscriptParams.from_config(config))
+        add_health(doc, rec, segments, config, read_garble(paths.recording))
         write_json_atomic(paths.measures, doc, indent=None)
     return paths
 

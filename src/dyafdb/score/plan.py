@@ -35,6 +35,9 @@ class ScoringPlan:
         self.score_settings = json.dumps({
             "vad": config.get("vad"), "transcript": config.get("transcript"),
             "turntaking": config.get("turntaking") or {}, "redact": identifying_names(config),
+            "health": config.get("health") or {},
+            "asr": {k: (config.get("garble") or {}).get(k) for k in ("model", "min_word_chars", "language", "beam_size",
+                                                                      "compute_type")},
         }, sort_keys=True)
 
     def archetype_measures(self, wildcards: Any) -> list[str]:
