@@ -159,3 +159,12 @@ def test_check_reports_scenarios_that_break_the_suite_rules(project, capsys, mon
     assert rc == 1
     bad = [c for c in plan["checks"] if not c["ok"]]
     assert [c["name"] for c in bad] == ["scenario suite"] and "dyafdb scenarios check" in bad[0]["fix"]
+
+
+def test_readme_cost_section_is_the_commands_output(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(REPO)
+    assert main(["plan", "--benchmarks", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out.rstrip()
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("<!-- dyafdb plan: begin")[1].split("<!-- dyafdb plan: end -->")[0]
+    assert block.split("```\n", 1)[1].rsplit("\n```", 1)[0] == out, "README's cost section is stale: paste `dyafdb plan` again"

@@ -27,9 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the plan (and checks) as JSON")
     parser.add_argument("--check", action="store_true",
                         help="also run the preflight; exit 1 if any check fails")
-    parser.add_argument("--benchmarks", type=Path, default=Path("benchmarks/record"),
+    parser.add_argument("--benchmarks", type=Path, default=None,
                         help="benchmark files of finished record jobs, for a measured real-time factor "
-                             "when plan.real_time_factor is not set (default: benchmarks/record)")
+                             "when plan.real_time_factor is not set (default: <results_dir>/benchmarks/record, "
+                             "else benchmarks/record)")
 
 
 def judge_asks(config: Mapping[str, Any], rows: Sequence[Conversation], root: Path = Path(".")) -> list[JudgeAsk]:
@@ -61,7 +62,10 @@ def build_plan(config: Mapping[str, Any], root: Path, benchmarks: Path | None) -
 
 def run(args: argparse.Namespace) -> int:
     config = load_configs(args)
-    rows, plan = build_plan(config, args.root, args.root / args.benchmarks)
+    benchmarks = args.root / args.benchmarks if args.benchmarks else args.root / config["results_dir"] / "benchmarks" / "record"
+    if args.benchmarks is None and not benchmarks.is_dir():
+        benchmarks = args.root / "benchmarks" / "record"
+    rows, plan = build_plan(config, args.root, benchmarks)
     checks = []
     if args.check:
         models = {m for r in rows for m in (r.model_a, r.model_b)}
