@@ -252,3 +252,39 @@ class BatchedMoshi:
         self.stats.batch_sizes.append(len(slots))
         self.last_tokens = {slot: all_tokens[slot].copy() for slot in slots}
         return out
+
+
+class MoshiEngine:
+    """Stock Moshi behind an engine: the checkpoint loads once, sessions share :class:`BatchedMoshi`.
+
+    Takes the ``moshi`` adapter's params (checkpoint, device, dtype, sampling) and behaves per
+    session as the adapter does (first input frame skipped, no prompt), seeded per session.
+    """
+
+    def __init__(self, params: dict[str, Any], model_name: str = "moshi", capacity: int = 16):
+        from dyafdb.agents.moshi.agent import load_moshi
+
+        models, sampling = load_moshi(params, model_name)
+        self.model_name, self.sampling = model_name, sampling
+        self.extra = dict(models.extra)
+        lm = models.lm_gen.lm_model
+        self.batched = BatchedMoshi(models.mimi, lm, models.tokenizer, capacity,
+                                    {k: sampling[k] for k in ("use_sampling", "temp", "temp_text", "top_k", "top_k_text")},
+                                    device=models.device)
+        self.capacity = capacity
+
+    def open(self, session: Any) -> tuple[int, Any]:
+        from dyafdb import __version__
+        from dyafdb.agents.base import AgentInfo
+
+        slot = self.batched.join(session.seed, skip_first_frame=True)
+        return slot, AgentInfo(
+            adapter="moshi", adapter_version=__version__, model=self.model_name, voice="built-in", sampling=self.sampling,
+            extra={**self.extra, "seed": session.seed, "device": str(self.batched.device), "engine": True,
+                   "engine_capacity": self.capacity, "prompt": "not used: Moshi takes no system prompt"})
+
+    def close(self, slot: int) -> None:
+        self.batched.leave(slot)
+
+    def step(self, heard: dict[int, np.ndarray]) -> dict[int, Frame]:
+        return self.batched.step(heard)

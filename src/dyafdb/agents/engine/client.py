@@ -1,0 +1,104 @@
+"""A record job's side of one engine session: the agent protocol over the engine's Unix socket.
+
+Behaves like :class:`dyafdb.agents.remote.RemoteAgent` for the bridge (``begin_step``/``end_step``
+overlap both sides), but nothing is spawned: the engine is already loaded. An engine that dies, hangs
+past the step timeout or drops the session raises :class:`AgentError`, which fails the conversation
+(it is rerun); other sessions of the engine are not touched.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dyafdb.agents import wire
+from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
+
+
+class EngineAgent:
+    def __init__(self, name: str, socket_path: str | Path, step_timeout_s: float = 60.0, connect_timeout_s: float = 600.0):
+        self.name = name
+        self.socket_path = Path(socket_path)
+        self.step_timeout_s = step_timeout_s
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        deadline = time.monotonic() + connect_timeout_s
+        while True:  # the socket appears once the engine has loaded its model
+            try:
+                self.sock.connect(str(self.socket_path))
+                break
+            except (FileNotFoundError, ConnectionRefusedError) as exc:
+                if time.monotonic() > deadline:
+                    self.sock.close()
+                    raise AgentError(f"agent {name}: no engine at {self.socket_path} after {connect_timeout_s:g} s ({exc})") from None
+                time.sleep(0.05)
+        self._fd = self.sock.fileno()
+        self._reader = wire.FdReader(self._fd)
+        self.worker_info = json.loads(self._expect(wire.READY, connect_timeout_s, "connecting"))
+
+    def wait_ready(self) -> None:
+        """Connected means ready: the engine loaded its model before its socket appeared."""
+
+    def _fail(self, reason: str) -> AgentError:
+        self.kill()
+        return AgentError(f"agent {self.name} (engine {self.socket_path.name}): {reason}")
+
+    def _send(self, data: bytes) -> None:
+        try:
+            wire.write_all(self._fd, data)
+        except OSError:
+            raise self._fail("engine connection lost (the engine died?)") from None
+
+    def _expect(self, kind: int, timeout: float, doing: str) -> bytes:
+        try:
+            got, payload = self._reader.read(timeout)
+        except TimeoutError:
+            raise self._fail(f"engine hung: no reply within {timeout:g} s while {doing}") from None
+        except (EOFError, OSError):
+            raise self._fail(f"engine died while {doing}") from None
+        except wire.ProtocolError as exc:
+            raise self._fail(f"malformed message from engine while {doing}: {exc}") from None
+        if got == wire.ERROR:
+            raise self._fail(f"engine error while {doing}: {json.loads(payload).get('error')}")
+        if got != kind:
+            raise self._fail(f"malformed exchange while {doing}: expected {wire.KIND_NAMES[kind]}, "
+                             f"got {wire.KIND_NAMES.get(got, got)}")
+        return payload
+
+    def open(self, session: Session) -> AgentInfo:
+        self._send(wire.encode_json(wire.OPEN, session.to_json()))
+        return AgentInfo(**json.loads(self._expect(wire.OPENED, self.step_timeout_s * 10, "opening the session")))
+
+    def begin_step(self, heard: np.ndarray) -> None:
+        self._send(wire.encode(wire.STEP, np.ascontiguousarray(heard, dtype="<f4").tobytes()))
+
+    def end_step(self) -> Frame:
+        audio, text, finished = wire.decode_frame(self._expect(wire.FRAME, self.step_timeout_s, "stepping"))
+        return Frame(audio, text, finished)
+
+    def step(self, heard: np.ndarray) -> Frame:
+        self.begin_step(heard)
+        return self.end_step()
+
+    def close(self) -> None:
+        if self.sock.fileno() >= 0:
+            self._send(wire.encode(wire.CLOSE))
+            self._expect(wire.CLOSED, self.step_timeout_s, "closing the session")
+
+    def shutdown(self) -> None:
+        """Leave the engine (it stays up for other jobs)."""
+        if self.sock.fileno() >= 0:
+            try:
+                wire.write_all(self._fd, wire.encode(wire.QUIT))
+            except OSError:
+                pass
+        self.kill()
+
+    def kill(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass

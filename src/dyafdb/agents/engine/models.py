@@ -1,0 +1,52 @@
+"""Which adapters can be hosted by an engine, and the trivial null engine.
+
+An engine model loads once in ``__init__(params, model_name, capacity)`` and implements
+:class:`dyafdb.agents.engine.batcher.BatchModel`. Adapters without one keep their per-job workers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+
+from dyafdb import __version__
+from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session, silence
+from dyafdb.errors import InputError
+
+ENGINES: dict[str, str] = {
+    "moshi": "dyafdb.agents.moshi.engine:MoshiEngine",
+    "null": "dyafdb.agents.engine.models:NullEngine",
+}
+
+
+def make_engine(adapter: str, params: dict[str, Any], model_name: str, capacity: int) -> Any:
+    target = ENGINES.get(adapter, adapter if ":" in adapter else None)  # or 'package.module:Class'
+    if target is None:
+        raise InputError(f"model {model_name}: adapter {adapter!r} has no engine (engines exist for "
+                         f"{', '.join(sorted(ENGINES))}); remove its engine settings to run it in per-job workers")
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)(params, model_name, capacity)
+
+
+class NullEngine:
+    """Silence for every session: the engine plumbing's cost with no model in the way."""
+
+    def __init__(self, params: dict[str, Any], model_name: str = "null", capacity: int = 16):
+        self.capacity, self.model_name = capacity, model_name
+        self._free = list(range(capacity))
+
+    def open(self, session: Session) -> tuple[int, AgentInfo]:
+        if not self._free:
+            raise AgentError(f"engine full: all {self.capacity} slots hold sessions")
+        return self._free.pop(0), AgentInfo(adapter="null", adapter_version=__version__, model=self.model_name,
+                                            extra={"engine": True})
+
+    def close(self, slot: int) -> None:
+        if slot not in self._free:
+            self._free.append(slot)
+            self._free.sort()
+
+    def step(self, heard: dict[int, np.ndarray]) -> dict[int, Frame]:
+        return {slot: Frame(silence()) for slot in heard}
