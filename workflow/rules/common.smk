@@ -86,7 +86,7 @@ def preflight_planned_jobs():
         lead_in = float(config["bridge"]["lead_in_s"])
         checks += results_checks(config, sum((r.window_s + lead_in) * RECORDING_BYTES_PER_S for r in recordings))
     if failed(checks):
-        raise WorkflowError("preflight failed, nothing was started:\n" + format_checks(checks))
+        raise WorkflowError(f"preflight failed, nothing was started:\n{format_checks(checks)}")
 
 
 def print_run_summary():
