@@ -1,16 +1,32 @@
 #!/usr/bin/env bash
-# One prepared command for a machine with an accelerator: how fast a full-size Moshi-architecture LM
-# (moshi's own default _lm_kwargs, 7B, random weights, bf16) steps per 80 ms frame, at batch 1 and
-# batched, for moshiko's depformer (8 codebooks) and PersonaPlex's (16), with Mimi timed alongside.
-# No checkpoint is needed. Run it in the Moshi environment (envs/moshi.yml: torch with CUDA + moshi):
+# A machine with an accelerator, first day. Two jobs:
 #
-#     conda run -n dyafdb-moshi bash scripts/gpu-check.sh            # or: PYTHON=/path/to/python bash scripts/gpu-check.sh
-#     BATCHES=1,2,4,8,16,32 FRAMES=200 bash scripts/gpu-check.sh
+# 1. (default) The real models' smoke test (scripts/gpu_smoke.py): for every model in the config
+#    whose adapter needs weights, say which weights/code are missing and where to put them; record one
+#    10 s conversation of each model that has them against the embedded CPU agent, through its worker
+#    as a record job starts it, and check speech on both channels, a non-empty text channel, the
+#    opener audible within the lead-in, sampling and voice in meta.json as configured, step time per
+#    tick. Run it in the project's environment (the models' workers start their own conda envs):
 #
-# Prints one JSON line per configuration and batch size; see bench/moshi_lm_step.py for the fields.
+#     bash scripts/gpu-check.sh                                   # config/config.yaml, all real models
+#     bash scripts/gpu-check.sh --models personaplex --seconds 20 --out results/gpu-check
+#     bash scripts/gpu-check.sh --weights-only                    # only: what is missing, where it goes
+#
+# 2. `throughput`: how fast a full-size Moshi-architecture LM (moshi's own default _lm_kwargs, 7B,
+#    random weights, bf16) steps per 80 ms frame, at batch 1 and batched, for moshiko's depformer
+#    (8 codebooks) and PersonaPlex's (16), with Mimi timed alongside. No checkpoint is needed. Run it
+#    in the Moshi environment (envs/moshi.yml: torch with CUDA + moshi):
+#
+#     conda run -n dyafdb-moshi bash scripts/gpu-check.sh throughput   # or: PYTHON=/path/to/python ...
+#     BATCHES=1,2,4,8,16,32 FRAMES=200 bash scripts/gpu-check.sh throughput
+#
+#    Prints one JSON line per configuration and batch size; see bench/moshi_lm_step.py for the fields.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python}
+if [ "${1:-}" != "throughput" ]; then
+    exec "$PY" scripts/gpu_smoke.py "$@"
+fi
 BATCHES=${BATCHES:-1,4,16}
 FRAMES=${FRAMES:-100}
 

@@ -91,6 +91,7 @@ PINNED_CODE_REPO = "OpenBMB/minicpm-o-4_5-pytorch-simple-demo"
 PINNED_CODE_COMMIT = "c7e16605c3ae9623a0caee5845bd0183b1d6d5b3"
 DEFAULT_CODE_DIR = "~/src/minicpm-o-4_5-pytorch-simple-demo"
 SYSTEM_HEADER = "<|im_start|>system"
+HINT = "MiniCPM-o 4.5: openbmb/MiniCPM-o-4_5 (about 19 GB; includes the TTS)"
 DEFAULT_FRAMING = (
     "Replicate the tone and style from the input audio. You are in a live spoken conversation with another "
     "person. The text below tells you who you are and what you want; it is not something to read aloud. "
@@ -140,6 +141,26 @@ def check_code_checkout(code_dir: Path, params: dict[str, Any], model: str) -> d
 
 @adapter("minicpmo")
 class MiniCPMOAgent:
+    @staticmethod
+    def missing_weights(params: dict[str, Any], model: str) -> list[str]:
+        """What is missing for this model to load, each with where to put it (empty: ready)."""
+        problems = []
+        try:
+            folder = resolve_checkpoint(params, model, required=["config.json"], hint=HINT)
+            ref = expand(params.get("ref_audio", DEFAULT_REF_AUDIO))
+            ref = ref if ref.is_absolute() else folder / ref
+            if not ref.exists():
+                problems.append(f"models.{model}.params.ref_audio: {ref} does not exist; copy assets/ref_audio/ref_en_dlc_1.wav "
+                                f"from {PINNED_CODE_REPO} there (see docs/models.md)")
+        except InputError as exc:
+            problems.append(str(exc))
+        if str(params.get("code", "demo")) == "demo":
+            try:
+                check_code_checkout(expand(params.get("code_dir", DEFAULT_CODE_DIR)), params, model)
+            except InputError as exc:
+                problems.append(str(exc))
+        return problems
+
     def __init__(self, params: dict[str, Any], model_name: str = "minicpmo"):
         self.params = params
         self.model_name = model_name
@@ -180,8 +201,7 @@ class MiniCPMOAgent:
     # -- loading ---------------------------------------------------------------------------------
     def _checkpoint(self) -> Path:
         if not hasattr(self, "_folder"):
-            self._folder = resolve_checkpoint(self.params, self.model_name, required=["config.json"],
-                                              hint="MiniCPM-o 4.5: openbmb/MiniCPM-o-4_5 (about 19 GB; includes the TTS)")
+            self._folder = resolve_checkpoint(self.params, self.model_name, required=["config.json"], hint=HINT)
         return self._folder
 
     def _load_model(self) -> Any:

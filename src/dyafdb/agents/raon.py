@@ -222,8 +222,34 @@ class GatewayProcess:
             self._log.close()
 
 
+UPSTREAM = {"demo": ("krafton-ai/Raon-SpeechChat-Demo", "5b3bc6f"), "realtime": ("krafton-ai/Raon-Speech", "afec411 (read in devyoongu/Raon-Speech)")}
+
+
 @adapter("raon")
 class RaonAgent:
+    @staticmethod
+    def missing_weights(params: dict[str, Any], model: str) -> list[str]:
+        """What is missing for this model to start, each with where to put it (empty: ready)."""
+        problems = []
+        variant = str(params.get("variant", DEFAULT_VARIANT))
+        if params.get("checkpoint_dir"):
+            bundle = expand(params["checkpoint_dir"])
+            lacking = [d for d in ("text_model", "raon_runtime") if not (bundle / d).is_dir()]
+            if lacking:
+                problems.append(f"model {model}: SGLang bundle {bundle} (params.checkpoint_dir) lacks {', '.join(d + '/' for d in lacking)}; "
+                                "download KRAFTON/Raon-SpeechChat-9B on a machine with network (`huggingface-cli download "
+                                "KRAFTON/Raon-SpeechChat-9B --local-dir <dir>`), export it with `python -m raon.export "
+                                f"--input_path <dir> --output_path {bundle} --dtype bfloat16` and copy it here")
+        spec = params.get("gateway") or {}
+        if spec.get("cwd") and not expand(spec["cwd"]).is_dir():
+            repo, commit = UPSTREAM.get(variant, ("?", "?"))
+            problems.append(f"model {model}: the gateway's checkout {expand(spec['cwd'])} (params.gateway.cwd) does not exist; "
+                            f"`git clone https://github.com/{repo} {expand(spec['cwd'])}` at {commit}")
+        if params.get("speaker_audio") and not expand(params["speaker_audio"]).is_file():
+            problems.append(f"models.{model}.params.speaker_audio: {expand(params['speaker_audio'])} does not exist "
+                            "(the demo ships data/raon.wav)")
+        return problems
+
     def __init__(self, params: dict[str, Any], model_name: str = "raon"):
         self.params = params
         self.model_name = model_name

@@ -116,6 +116,15 @@ def load_moshi(params: dict[str, Any], model: str) -> tuple[MoshiModels, dict[st
 
 @adapter("moshi")
 class MoshiAgent:
+    @staticmethod
+    def missing_weights(params: dict[str, Any], model: str) -> list[str]:
+        """What is missing for this model to load, each with where to put it (empty: ready)."""
+        try:
+            _complete_folder(params, model)
+        except InputError as exc:
+            return [str(exc)]
+        return []
+
     def __init__(self, params: dict[str, Any], model_name: str = "moshi"):
         self.params = params
         self.model_name = model_name

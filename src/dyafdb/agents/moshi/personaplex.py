@@ -35,7 +35,7 @@ import numpy as np
 
 from dyafdb import __version__
 from dyafdb.agents.base import AgentInfo, Frame, Session
-from dyafdb.agents.checkpoints import force_offline_hub, resolve_checkpoint, resolve_file
+from dyafdb.agents.checkpoints import expand, force_offline_hub, resolve_checkpoint, resolve_file
 from dyafdb.agents.moshi.stack import MoshiFrameLoop, MoshiModels, sampling_params, seed_everything, torch_device, torch_dtype
 from dyafdb.errors import InputError
 from dyafdb.agents.registry import adapter
@@ -58,6 +58,21 @@ def wrap_with_system_tags(text: str) -> str:
 
 @adapter("personaplex")
 class PersonaPlexAgent:
+    @staticmethod
+    def missing_weights(params: dict[str, Any], model: str) -> list[str]:
+        """What is missing for this model to load, each with where to put it (empty: ready)."""
+        try:
+            folder = resolve_checkpoint(params, model, required=[MOSHI_NAME, MIMI_NAME, TOKENIZER_NAME], hint=HINT)
+        except InputError as exc:
+            return [str(exc)]
+        base = expand(params["voice_prompt_dir"]) if params.get("voice_prompt_dir") else folder / "voices"
+        try:
+            resolve_file(str(params.get("voice_prompt", DEFAULT_VOICE)), base, model, "voice_prompt",
+                         hint=f"voice prompts are in voices.tgz of nvidia/personaplex-7b-v1; `tar xzf voices.tgz` in {folder}")
+        except InputError as exc:
+            return [str(exc)]
+        return []
+
     def __init__(self, params: dict[str, Any], model_name: str = "personaplex"):
         self.params = params
         self.model_name = model_name
