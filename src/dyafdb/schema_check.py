@@ -115,10 +115,18 @@ def _leaf_errors(errors: list[jsonschema.ValidationError]) -> list[jsonschema.Va
 
 
 def read_yaml(path: Path) -> Any:
+    """A YAML file (UTF-8, as YAML itself requires); a problem is an InputError naming the file."""
     try:
-        with open(path) as fh:
-            return yaml.load(fh, Loader=YAML_LOADER)
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(f"{path}: line {line} holds a byte that is not UTF-8 (0x{data[exc.start]:02x}, {exc.reason}); "
+                         "save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)") from None
+    try:
+        return yaml.load(text, Loader=YAML_LOADER)
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {exc}") from None

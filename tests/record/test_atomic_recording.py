@@ -115,7 +115,7 @@ def _checked_project(tmp_path, max_attempts: int = 1):
     models = {"talker": {"adapter": "scripted", "garble_check": True,
                          "params": {"script": [{"start_s": 0.0, "end_s": 0.8, "text": "wonderful afternoon gardens"}]}},
               "other": {"adapter": "scripted", "params": {"script": []}}}
-    write_project(tmp_path, ["T1-1"], models=models, window_s=1.0, extra={"garble": {"max_attempts": max_attempts}})
+    write_project(tmp_path, ["T1-1"], models=models, window_s=2.0, extra={"garble": {"max_attempts": max_attempts}})
     config = load(tmp_path)
     row = next(r for r in build_design(config, tmp_path) if (r.model_a, r.model_b) == ("talker", "other"))
     return config, row

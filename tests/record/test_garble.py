@@ -181,7 +181,7 @@ def test_unmarked_models_get_a_not_checked_report(tmp_path):
     from dyafdb.suite.design import build_design
     from dyafdb.record.garble import read_garble, record_many_checked
 
-    write_project(tmp_path, ["T1-1"], window_s=1.0)
+    write_project(tmp_path, ["T1-1"], window_s=2.0)
     config = load(tmp_path)
     row = build_design(config, tmp_path)[0]
     record_many_checked(config, [row], tmp_path / "results/recordings", tmp_path)

@@ -145,3 +145,73 @@ def test_design_ids_and_the_workflow_wildcard_use_the_one_id_pattern(tmp_path):
     rows = build_design(load_config(write_config(tmp_path, cfg)), tmp_path)
     assert rows and all(re.fullmatch(ID_PATTERN, r.conversation_id) for r in rows)
     assert "conversation=ID_PATTERN" in (REPO / "workflow/rules/common.smk").read_text()
+
+
+# ------------------------------------------- unreadable files (issue 15, item 6) and item 8's inputs
+
+
+def test_a_config_with_bytes_that_are_not_utf8_names_the_file_and_line(tmp_path, capsys):
+    path = tmp_path / "cfg.yaml"
+    path.write_bytes(yaml.safe_dump(scripted_config()).encode() + b"# caf\xe9\n")
+    assert main(["design", "--config", str(path), "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: line" in err and "not UTF-8" in err and "Traceback" not in err
+
+
+def test_a_scenario_with_bytes_that_are_not_utf8_is_named_by_design_and_by_scenarios_check(tmp_path, capsys):
+    write_suite(tmp_path)
+    scenario = tmp_path / "scenarios" / "T1-1" / "t1-1-fixture-01.yaml"
+    scenario.write_bytes(scenario.read_bytes().replace(b"Avery", b"Av\xe9ry"))
+    assert main(["design", "--config", write_config(tmp_path, scripted_config()), "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert str(scenario) in err and "not UTF-8" in err
+    rc = main(["scenarios", "check", "--root", str(tmp_path / "scenarios")])
+    out = capsys.readouterr()
+    assert rc != 0 and "Traceback" not in out.err and "not UTF-8" in out.out + out.err
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"", "is empty"),
+    (b"model\tpartner\tvalue\nm1\tm2\t0.5\nm2\tm1\t0.4\textra\n", "wrong number of fields"),
+    (b"model\tpartner\tvalue\nm1\tm1\t0.5\nm1\tm2\tinf\nm2\tm1\t0.2\nm2\tm2\t0.3\n", "finite number"),
+    (b"model\tpartner\tvalue\nm1\tm1\t0.5\nm1\tm2\nm2\tm1\t0.2\nm2\tm2\t0.3\n", "finite number"),  # a short row
+    (b"model\tpartner\tvalue\nm\xe9\tm1\t0.5\n", "not UTF-8"),
+])
+def test_a_broken_variance_table_is_named(tmp_path, capsys, content, says):
+    path = tmp_path / "cells.tsv"
+    path.write_bytes(content)
+    assert main(["variance", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and says in err and "Traceback" not in err
+
+
+def test_an_empty_measures_table_is_named(tmp_path, capsys):
+    path = tmp_path / "measures.tsv"
+    path.write_bytes(b"")
+    assert main(["analyze", "runs", "--measures", str(path), "--out", str(tmp_path / "runs.tsv")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: measures table is empty" in err and "Traceback" not in err
+    assert not (tmp_path / "runs.tsv").exists()
+
+
+def test_a_window_no_longer_than_the_lead_in_is_refused(tmp_path, capsys):
+    write_suite(tmp_path)
+    cfg = scripted_config(window_s=1.0)
+    cfg["bridge"]["lead_in_s"] = 1.5
+    assert main(["design", "--config", write_config(tmp_path, cfg), "--root", str(tmp_path)]) == 2
+    assert "suites.t.window_s = 1.0 is not longer than bridge.lead_in_s = 1.5" in capsys.readouterr().err
+
+
+def test_a_role_prompt_far_beyond_the_word_range_is_refused_but_a_long_one_loads(tmp_path):
+    from dyafdb.suite.scenarios import PROMPT_WORDS, PROMPT_WORDS_LIMIT
+
+    write_suite(tmp_path, archetypes=["T1-1"])
+    path = tmp_path / "scenarios" / "T1-1" / "t1-1-fixture-01.yaml"
+    doc = scenario_doc("T1-1")
+    doc["sides"]["b"]["prompt"] = "You are Blake. " + "word " * (PROMPT_WORDS[1] + 20)
+    path.write_text(yaml.safe_dump(doc))
+    assert load_scenario(path).sides["b"]["prompt"]  # past the range: `scenarios check` reports it, loading allows it
+    doc["sides"]["b"]["prompt"] = "You are Blake. " + "word " * PROMPT_WORDS_LIMIT
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(InputError, match=r"sides\.b\.prompt has \d+ words, far beyond the suite's 40-110"):
+        load_scenario(path)

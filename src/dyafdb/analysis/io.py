@@ -13,6 +13,20 @@ from dyafdb.errors import InputError
 from dyafdb.fileio import write_atomic
 
 
+def read_delimited(path: Path | str, what: str, fix: str, sep: str = "\t", **options: Any) -> pd.DataFrame:
+    """``pd.read_csv`` that names the file, the problem and the fix instead of raising a traceback:
+    an empty file (no header), a row with more fields than the header, bytes that are not UTF-8."""
+    try:
+        return pd.read_csv(path, sep=sep, **options)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: {what} is empty (not even a header row); {fix}") from None
+    except pd.errors.ParserError as exc:
+        raise InputError(f"{path}: {what} has a row with the wrong number of fields ({str(exc).strip()}); "
+                         f"every row needs one field per header column; {fix}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: {what} is not UTF-8 text (byte {exc.start}: {exc.reason}); {fix}") from None
+
+
 def read_measures(paths: Path | str | Iterable[Path | str]) -> pd.DataFrame:
     """Read one or more measures tables (same columns) into one frame of strings.
 
@@ -25,7 +39,8 @@ def read_measures(paths: Path | str | Iterable[Path | str]) -> pd.DataFrame:
     for path in map(Path, paths):
         if not path.exists():
             raise InputError(f"{path}: measures table not found; run the score stage first (`dyafdb score` / snakemake)")
-        frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, na_filter=False)
+        frame = read_delimited(path, "measures table", "run the score stage again (`dyafdb measures` / snakemake)",
+                               dtype=str, keep_default_na=False, na_filter=False)
         missing = [c for c in C.REQUIRED_COLUMNS if c not in frame.columns]
         if missing:
             raise InputError(
@@ -71,4 +86,4 @@ def read_tsv(path: Path | str) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: table not found; run its analysis rule first")
-    return pd.read_csv(path, sep="\t", keep_default_na=True)
+    return read_delimited(path, "table", "run its analysis rule again", keep_default_na=True)

@@ -164,9 +164,10 @@ def decompose_cells(cells: pd.DataFrame) -> dict[str, float]:
     with_task = "task" in cells.columns
     key_cols = (["task"] if with_task else []) + ["model", "partner"]
     values = pd.to_numeric(cells["value"], errors="coerce")
-    if values.isna().any():
-        bad = cells.loc[values.isna(), key_cols].astype(str).agg("/".join, axis=1).tolist()[:5]
-        raise InputError(f"cells table: column value must be a number in every row; not numbers in cells {', '.join(bad)}")
+    unusable = ~np.isfinite(values.to_numpy(dtype=float))  # text, empty (a short row) or inf
+    if unusable.any():
+        bad = cells.loc[unusable, key_cols].astype(str).agg("/".join, axis=1).tolist()[:5]
+        raise InputError(f"cells table: column value must be a finite number in every row; not in cells {', '.join(bad)}")
     dup = cells.duplicated(key_cols, keep=False)
     if dup.any():
         bad = cells.loc[dup, key_cols].astype(str).agg("/".join, axis=1).drop_duplicates().tolist()[:5]

@@ -28,13 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    from dyafdb.analysis.io import read_delimited
     from dyafdb.analysis.variance import decompose_cells
 
     path: Path = args.cells
     if not path.exists():
         raise InputError(f"{path}: file not found")
     sep = "," if path.suffix.lower() == ".csv" else "\t"
-    cells = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
+    cells = read_delimited(path, "cells table", "one row per cell, columns model, partner, value[, task]", sep=sep,
+                           dtype=str, keep_default_na=False)
     cells.columns = [c.strip().lower() for c in cells.columns]
     if args.cross_play_only and {"model", "partner"} <= set(cells.columns):
         cells = cells[cells["model"] != cells["partner"]]

@@ -98,7 +98,7 @@ def _secret_for(config: Mapping[str, Any], root: Path, meta: Mapping[str, Any]) 
     path = Path(root) / config["scenarios_dir"] / "T4-2" / f"{meta['scenario']}.yaml"
     try:  # the file was validated when the design was built; the C loader is 20x faster than a full load
         return str(yaml.load(path.read_text(encoding="utf-8"), Loader=YAML_LOADER)["answer_key"]["secret"])
-    except (OSError, KeyError, TypeError, yaml.YAMLError):
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):  # ValueError: not UTF-8
         scenario = find_scenario(Path(root) / config["scenarios_dir"], meta["scenario"])  # names the problem
         return str(scenario.answer_key["secret"])
 

@@ -18,13 +18,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-from dyafdb.suite.scenarios import ARCHETYPES, OPENER_LINE, SIDES, Scenario, load_scenario
+from dyafdb.suite.scenarios import ARCHETYPES, OPENER_LINE, PROMPT_WORDS, SIDES, Scenario, load_scenario
 from dyafdb.errors import InputError
 from dyafdb.schema_check import read_yaml
 from dyafdb.suite.secret_match import find_secret, secret_pattern, tokens
 
 SUITE_SIZE = 20  # scenarios per archetype (Appendix B)
-PROMPT_WORDS = (40, 110)  # inclusive range for every side prompt, counted as whitespace-separated words
 SITUATION_WORDS = (20, 80)  # inclusive range for the shared situation
 
 # Names of speech/language models (and the paper's judges) that must not reach a model's prompt.

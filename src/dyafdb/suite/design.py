@@ -102,6 +102,11 @@ def build_design(config: dict[str, Any], root: Path | None = None) -> list[Conve
     for suite_name, suite in config["suites"].items():
         if not suite.get("enabled", True):
             continue
+        lead_in = (config.get("bridge") or {}).get("lead_in_s")
+        if lead_in is not None and float(suite["window_s"]) <= float(lead_in):
+            raise InputError(f"suites.{suite_name}.window_s = {suite['window_s']} is not longer than bridge.lead_in_s = "
+                             f"{lead_in}: the opener's lead-in would fill the whole window and the partner never be heard; "
+                             "make window_s longer than the lead-in")
         by_archetype = load_suite(scenarios_dir, suite["archetypes"])
         for scenario in _select_scenarios(suite_name, suite, by_archetype):
             for m1, m2 in pairings(suite["models"]):
