@@ -98,3 +98,23 @@ def test_human_labels_errors_name_the_fix(tmp_path):
 
 def test_one_judge_alone_has_nothing_to_compare():
     assert agreement_table(_measures(), settings(models=("x", "y")), "main", None, 60.0).empty
+
+
+def test_blind_labels_are_placed_through_the_key_file_outside_the_site(tmp_path):
+    import json
+
+    from dyafdb.analysis.agreement import read_human_labels
+    from dyafdb.analysis.annotation_key import KEY_FORMAT
+    from dyafdb.errors import InputError
+
+    key = tmp_path / "site-annotation-key.json"
+    key.write_text(json.dumps({"format": KEY_FORMAT, "salt": "00" * 16, "study": "s1",
+                               "items": [{"code": "001", "item": "9f2c4e", "conversation_id": "t1-1-a__x__y", "archetype": "T1-1",
+                                          "pairing": "x-y", "seats": ["a"]}]}))
+    labels = tmp_path / "labels.csv"
+    labels.write_text("rater,item,seat,measure,label\nr1,9f2c4e,a,role_adherence,yes\n")
+    got = read_human_labels(labels, key)
+    assert list(got["conversation_id"]) == ["t1-1-a__x__y"]
+    labels.write_text("rater,item,seat,measure,label\nr1,ffffff,a,role_adherence,yes\n")
+    with pytest.raises(InputError, match="not in the annotation key"):
+        read_human_labels(labels, key)

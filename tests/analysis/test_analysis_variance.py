@@ -147,4 +147,35 @@ def test_t3_1_pinned_self_play_is_flagged():
         table = variance_table(runs, settings(models=("x", "y")), score_tasks=("T3-1",))
     flagged = table[(table["measure"] == "T3-1") & (table["variant"] == "all")]
     assert flagged["flag"].str.contains("constant 0.50").all()
-    assert (table[(table["measure"] == "T3-1") & (table["variant"] == "cross_play")]["flag"] == "").all()
+    # two models: the cross-play cells (x, y), (y, x) cannot separate model from partner, and say so
+    cross = table[(table["measure"] == "T3-1") & (table["variant"] == "cross_play")]
+    assert cross["flag"].str.contains("cannot separate model from partner").all()
+    assert not cross["flag"].str.contains("constant 0.50").any()
+
+
+def test_variance_command_says_why_instead_of_printing_zeros(tmp_path):
+    # two models, cross-play only: model A always meets partner B, so the grid cannot tell them apart
+    path = tmp_path / "cross.tsv"
+    pd.DataFrame({"model": ["a", "b"], "partner": ["b", "a"], "value": [0.2, 0.7]}).to_csv(path, sep="\t", index=False)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["variance", str(path)]) == 0
+    got = json.loads(out.getvalue())
+    assert got["model"] is None and got["partner"] is None and "cannot separate model from partner" in got["note"]
+    # a constant table: nothing to split, said so
+    path = tmp_path / "flat.tsv"
+    pd.DataFrame({"model": ["a", "a", "b", "b"], "partner": ["a", "b", "a", "b"], "value": [0.5] * 4}).to_csv(path, sep="\t", index=False)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["variance", str(path)]) == 0
+    got = json.loads(out.getvalue())
+    assert all(got[k] is None for k in ("model", "partner", "model_x_partner")) and "no variance" in got["note"]
+
+
+def test_two_model_cross_play_variant_is_flagged_not_zero():
+    table = variance_table(_turn_runs(0.05), settings(models=("x", "y"), bootstrap=0), tasks=("T1-1", "T2"))
+    cross = table[(table["measure"] == "tor_pause") & (table["variant"] == "cross_play")]
+    assert cross["flag"].str.contains("cannot separate model from partner").all()
+    assert cross.set_index("term")["eta2"][["model", "partner", "model_x_partner"]].isna().all()
+    full = table[(table["measure"] == "tor_pause") & (table["variant"] == "all")]
+    assert (full["flag"] == "").all() and full.set_index("term")["eta2"]["model"] > 0.5

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import binascii
+import re
 import dataclasses
 import json
 import os
@@ -30,6 +32,7 @@ from dyafdb.viewer.questions import human_questions
 from dyafdb.viewer.sampler import Candidate, apportion, sample
 from dyafdb.viewer.settings import viewer_settings
 from dyafdb.viewer.site import build_site
+from dyafdb.viewer.study import key_file
 from viewer_site import REPLY_MARKER, built_demo, leaks
 
 
@@ -170,12 +173,15 @@ def test_blind_files_name_no_model_and_the_study_maps_codes(demo, tmp_path):
     for path in (out / "media").iterdir():
         assert not leaks(path.name, config, root)
     study = json.loads((out / "annotate" / "study.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
-    sample_rows = [line.split("\t") for line in (out / "annotation-sample.tsv").read_text().splitlines()[1:]]
-    assert [(it["code"], base64.b64decode(it["ref"]).decode()) for it in study["items"]] == [(r[0], r[1]) for r in sample_rows]
-    per_archetype = Counter(r[2] for r in sample_rows)
+    # which conversation each item stands for is only in the key file beside the site
+    assert not (out / "annotation-sample.tsv").exists()
+    key = json.loads(key_file(out).read_text())
+    assert key_file(out).parent == out.parent and key["study"] == study["study"]
+    assert [(it["code"], it["ref"]) for it in study["items"]] == [(r["code"], r["item"]) for r in key["items"]]
+    per_archetype = Counter(r["archetype"] for r in key["items"])
     assert per_archetype == {"T1-1": 3, "T1-2": 3, "T4-1": 2}  # viewer.annotation.conversations in the demo config
-    for it, row in zip(study["items"], sample_rows):
-        assert {seat for seat, _ in it["q"]} == set(row[4].split(","))
+    for it, row in zip(study["items"], key["items"]):
+        assert {seat for seat, _ in it["q"]} == set(row["seats"])
     # the full pages do show the models, the judges and their raw replies
     page = next((out / "c").glob("t1-1-*__zephyrine__quokkalux__*.html")).read_text()
     assert "Zephyrine XL" in page and "Quokkalux Mini" in page and REPLY_MARKER in page and "occupancy" in page
@@ -227,6 +233,56 @@ def test_rebuild_reuses_audio_and_drops_stale_pages(demo, tmp_path, monkeypatch)
     with pytest.raises(OSError):
         build_site(config, root, dataclasses.replace(settings, audio="wav"))
     assert not (out / "index.html").exists()
+
+
+def _decodings(text: str):
+    """Every reading of the token-like strings in ``text``: URL-decoded, base64 (standard and URL-safe)
+    and hex, each as text."""
+    from urllib.parse import unquote
+
+    yield unquote(text)
+    for token in set(re.findall(r"[A-Za-z0-9+/_=-]{8,}", text)):
+        core = token.rstrip("=")
+        for alphabet in (None, b"-_"):
+            try:
+                raw = base64.b64decode(core + "=" * (-len(core) % 4), altchars=alphabet, validate=False)
+            except (binascii.Error, ValueError):
+                continue
+            yield raw.decode("utf-8", errors="ignore")
+        for run in re.findall(r"[0-9a-fA-F]{8,}", token):
+            yield bytes.fromhex(run[: len(run) // 2 * 2]).decode("utf-8", errors="ignore")
+
+
+def _all_text(folder: Path):
+    for path in sorted(folder.rglob("*")):
+        yield path, str(path.relative_to(folder))  # every file and folder name
+        if path.is_file() and path.suffix in (".html", ".js", ".css", ".json", ".tsv", ".txt"):
+            yield path, path.read_text(encoding="utf-8")
+
+
+def test_the_blind_site_decodes_to_no_id_or_model_name(demo, tmp_path):
+    root, config = demo
+    out = tmp_path / "raters"
+    build_site(config, root, settings_at(config, root, out), annotation_only=True)
+    names = {r.conversation_id for r in build_design(config, root)}
+    checked = 0
+    for path, text in _all_text(out):
+        for decoded in _decodings(text):
+            checked += 1
+            assert not leaks(decoded, config, root), (path, leaks(decoded, config, root))
+    assert checked > 50
+    # the key outside the site is what maps tokens back, and media names are salted: a hash of an id
+    # (what an outsider could compute from the design) names no file
+    key = json.loads(key_file(out).read_text())
+    assert {it["conversation_id"] for it in key["items"]} <= names
+    import hashlib
+
+    media = {p.stem for p in (out / "media").iterdir()}
+    assert not media & {hashlib.sha256(cid.encode()).hexdigest()[:16] for cid in names}
+    # a rebuild keeps the salt, so tokens and media names stay the same
+    before = (out / "annotate" / "study.js").read_text()
+    build_site(config, root, settings_at(config, root, out), annotation_only=True)
+    assert (out / "annotate" / "study.js").read_text() == before
 
 
 def test_annotation_only_site_holds_only_the_sample(demo, tmp_path):

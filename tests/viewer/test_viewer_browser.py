@@ -15,6 +15,7 @@ Needs: ``apt-get install -y --no-install-recommends chromium`` and ``pip install
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import http.server
 import json
@@ -36,6 +37,7 @@ playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install 
 from dyafdb.analysis.agreement import agreement_table, majority, read_human_labels  # noqa: E402
 from dyafdb.analysis.io import read_measures  # noqa: E402
 from dyafdb.analysis.settings import from_config  # noqa: E402
+from dyafdb.viewer.study import key_file  # noqa: E402
 from dyafdb.suite.design import build_design  # noqa: E402
 from dyafdb.measures.table import table_rows, write_table  # noqa: E402
 from dyafdb.viewer.site import build_site  # noqa: E402
@@ -315,13 +317,12 @@ def test_labels_survive_a_reload_and_the_export_reads_back(demo, page, tmp_path)
     path = tmp_path / "labels.csv"
     dl.value.save_as(str(path))
     text = path.read_text()
-    assert text.splitlines()[0] == "rater,conversation_id,seat,measure,label"
+    assert text.splitlines()[0] == "rater,item,seat,measure,label"  # items by token: no conversation id
 
-    # the agreement analysis reads it as it is
-    labels = read_human_labels(path)
+    # the agreement analysis reads it as it is, placing items through the key beside the site
+    labels = read_human_labels(path, key_file(site))
     assert len(labels) == len(answered) and set(labels["rater"]) == {"r7"}
-    sample = {line.split("\t")[0]: line.split("\t")[1]
-              for line in (site / "annotation-sample.tsv").read_text().splitlines()[1:]}
+    sample = {it["code"]: it["conversation_id"] for it in json.loads(key_file(site).read_text())["items"]}
     got = {(r.conversation_id, f"{r.side}:{r.measure}"): r.label for r in labels.itertuples()}
     want = {(sample[code], key): value.lower() for (code, key), value in answered.items()}
     assert got == want
@@ -331,7 +332,8 @@ def test_labels_survive_a_reload_and_the_export_reads_back(demo, page, tmp_path)
     write_table(measures_tsv, table_rows(config, root, build_design(config, root)))
     voted, ties = majority(labels)
     assert ties == 0 and len(voted) == len(answered)
-    result = agreement_table(read_measures(measures_tsv), from_config(config, root), "main", "second", None, human=path)
+    settings = dataclasses.replace(from_config(config, root), annotation_key=key_file(site))
+    result = agreement_table(read_measures(measures_tsv), settings, "main", "second", None, human=path)
     human = result[result["comparison"] == "main vs human majority"]
     role = human[(human["archetype"] == "T1-1") & (human["measure"] == "role_adherence")]
     n_t11 = sum(1 for (code, key) in answered if key.endswith(":role_adherence") and sample[code].startswith("t1-1"))

@@ -121,12 +121,27 @@ def cell_rows(measures: pd.DataFrame, main: str, second: str, settings: Settings
     return rows
 
 
-def read_human_labels(path: Path) -> pd.DataFrame:
-    """Human labels, one row per rater and seat; validated with messages naming the column and fix."""
+def read_human_labels(path: Path, key: Path | None = None) -> pd.DataFrame:
+    """Human labels, one row per rater and seat; validated with messages naming the column and fix.
+
+    The blind annotation page exports items by opaque token (column ``item``); ``key`` (the key file
+    beside the site, :mod:`dyafdb.viewer.study`) maps them back to conversations.
+    """
     if not path.exists():
         raise InputError(f"{path}: human labels file not found; set analysis.human_labels to the CSV the annotation page exports, or remove it")
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     frame.columns = [c.strip().lower() for c in frame.columns]
+    if "conversation_id" not in frame.columns and "item" in frame.columns:
+        from dyafdb.analysis.annotation_key import token_map
+
+        if key is None:
+            raise InputError(f"{path}: labels name items by token; the annotation key is needed to read them (analysis.annotation_key)")
+        tokens = token_map(key)
+        unknown = sorted(set(frame["item"]) - set(tokens))
+        if unknown:
+            raise InputError(f"{path}: item(s) {', '.join(unknown[:3])} are not in the annotation key {key}; "
+                             "these labels belong to another study (use that site's key)")
+        frame["conversation_id"] = frame["item"].map(tokens)
     if "side" not in frame.columns and "seat" in frame.columns:
         frame = frame.rename(columns={"seat": "side"})
     missing = [c for c in (*HUMAN_COLUMNS, "side") if c not in frame.columns]
@@ -185,7 +200,7 @@ def agreement_table(measures: pd.DataFrame, settings: Settings, main: str | None
         rows += compare(main_labels, second_labels, f"{main} vs {second}")
         rows += cell_rows(measures, main, second, settings, window)
     if human is not None:
-        labels = read_human_labels(human)
+        labels = read_human_labels(human, settings.annotation_key)
         voted, ties = majority(labels)
         arch = measures.drop_duplicates(C.CONVERSATION).set_index(C.CONVERSATION)[C.ARCHETYPE]
         voted[C.ARCHETYPE] = voted[C.CONVERSATION].map(arch).fillna("?")

@@ -2,6 +2,11 @@
 
 Figures read the TSVs the analysis rules write, never measures.tsv, so a figure is redrawn only when
 its own table changes.
+
+A panel that is empty or constant says why, on the panel and in the figure's notes
+(:func:`add_note`), which travel in the PNG's ``Description`` text chunk so the report can print
+them under the figure (:func:`read_notes`). Numbers on panels use the tables' one format
+(:func:`dyafdb.analysis.numbers.fmt`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import seaborn as sns  # noqa: E402
 
 from dyafdb.analysis import columns as C  # noqa: E402
 from dyafdb.fileio import write_bytes_atomic  # noqa: E402
+from dyafdb.analysis.numbers import fmt  # noqa: E402
 from dyafdb.analysis.settings import Settings  # noqa: E402
 from dyafdb.analysis.tables import Matrix  # noqa: E402
 
@@ -33,17 +39,39 @@ def _style() -> None:
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.0)
 
 
+NOTES_KEY = "Description"
+
+
+def add_note(fig, note: str) -> None:
+    """Remember why a panel is empty or constant; :func:`save` writes the notes into the PNG."""
+    notes = getattr(fig, "_dyafdb_notes", [])
+    if note and note not in notes:
+        notes.append(note)
+    fig._dyafdb_notes = notes
+
+
+def read_notes(png: Path | str) -> list[str]:
+    """The notes a figure was saved with (empty for a figure without)."""
+    from PIL import Image
+
+    with Image.open(png) as im:
+        text = (getattr(im, "text", None) or {}).get(NOTES_KEY, "")
+    return [line for line in text.splitlines() if line.strip()]
+
+
 def save(fig, out_prefix: Path | str, settings: Settings) -> list[Path]:
     """Write ``out_prefix.<fmt>`` for every configured format, atomically; returns the paths."""
     if settings.demo_quality:
         fig.text(0.995, 0.005, DEMO_MARK, ha="right", va="bottom", fontsize=7, color="#a05a00", alpha=0.9)
     paths = []
-    for fmt in settings.figure_formats:
+    for kind in settings.figure_formats:
         buf = io.BytesIO()
         # a fixed creation date keeps PDFs byte-identical across reruns
-        metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None} if fmt == "png" else None
-        fig.savefig(buf, format=fmt, dpi=settings.dpi, bbox_inches="tight", metadata=metadata)
-        path = Path(f"{out_prefix}.{fmt}")
+        notes = "\n".join(getattr(fig, "_dyafdb_notes", []))
+        metadata = ({"CreationDate": None} if kind == "pdf"
+                    else {"Software": None, **({NOTES_KEY: notes} if notes else {})} if kind == "png" else None)
+        fig.savefig(buf, format=kind, dpi=settings.dpi, bbox_inches="tight", metadata=metadata)
+        path = Path(f"{out_prefix}.{kind}")
         write_bytes_atomic(path, buf.getvalue())
         paths.append(path)
     plt.close(fig)
@@ -54,6 +82,7 @@ def _empty(message: str):
     fig, ax = plt.subplots(figsize=(5, 1.6))
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=10, color="#555")
+    add_note(fig, message)
     return fig
 
 
@@ -82,8 +111,11 @@ def variance_figure(table: pd.DataFrame, settings: Settings):
         ax.set_ylabel("η²")
         ax.set_title("turn-taking metrics" if kind == "turn_taking" else "task scores")
         ax.legend(fontsize=7, ncol=len(terms), frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.06))
-    if t["flag"].fillna("").ne("").any():
-        fig.text(0.01, -0.02, "* self-play cells constant by construction (T3-1)", fontsize=7)
+    flagged = t[t["flag"].fillna("") != ""].drop_duplicates(["measure", "flag"])
+    for _, r in flagged.iterrows():
+        add_note(fig, f"{C.TURN_TAKING_LABELS.get(r['measure'], r['measure'])}*: {r['flag']}")
+    if len(flagged):
+        fig.text(0.01, -0.02, "* see the notes: " + "; ".join(sorted(set(flagged["flag"]))), fontsize=6, wrap=True)
     fig.tight_layout()
     return fig
 
@@ -93,7 +125,10 @@ def matrices_figure(matrices: list[Matrix], settings: Settings, center: float | 
     _style()
     mats = [m for m in matrices if len(m.models)]
     if not mats:
-        return _empty("no score matrices (no runs)")
+        fig = _empty("no score matrices: no runs of these tasks in this config")
+        for m in matrices:
+            add_note(fig, f"{m.title}: {m.note or 'no runs'}")
+        return fig
     cols = min(3, len(mats))
     rows = math.ceil(len(mats) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.5 * cols, 3.0 * rows), squeeze=False)
@@ -103,9 +138,9 @@ def matrices_figure(matrices: list[Matrix], settings: Settings, center: float | 
         values = m.values.astype(float)
         values.index = [settings.label(x) for x in values.index]
         values.columns = [settings.label(x) for x in values.columns]
-        annot = values.map(lambda v: "–" if pd.isna(v) else f"{v:.2f}")
+        annot = values.map(fmt)
         for (r, c) in m.pinned:
-            annot.loc[settings.label(r), settings.label(c)] = f"({values.loc[settings.label(r), settings.label(c)]:.2f})"
+            annot.loc[settings.label(r), settings.label(c)] = f"({fmt(values.loc[settings.label(r), settings.label(c)])})"
         finite = values.to_numpy()[np.isfinite(values.to_numpy())]
         vmax = 1.0 if finite.size == 0 or finite.max() <= 1.0 else float(finite.max())
         sns.heatmap(values, ax=ax, annot=annot, fmt="", vmin=0, vmax=vmax, cmap="viridis", cbar=False,
@@ -113,8 +148,25 @@ def matrices_figure(matrices: list[Matrix], settings: Settings, center: float | 
         ax.set_title(m.title, fontsize=8)
         ax.set_xlabel("partner")
         ax.set_ylabel("model")
+        why = _panel_why(m, values)
+        if why:
+            add_note(fig, f"{m.title}: {why}")
+            ax.text(0.5, -0.32, why, transform=ax.transAxes, ha="center", va="top", fontsize=6, color="#a05a00", wrap=True)
     fig.tight_layout()
     return fig
+
+
+def _panel_why(m: Matrix, values: pd.DataFrame) -> str:
+    """The matrix's own reason when its panel is empty or constant (its note starts with it)."""
+    finite = values.to_numpy(float)[np.isfinite(values.to_numpy(float))]
+    empty = finite.size == 0
+    constant = finite.size > 1 and np.allclose(finite, finite[0])
+    if not (empty or constant):
+        return ""
+    first = (m.note or "").split("; ")[0]
+    if first.startswith(("every cell", "no ")):
+        return first
+    return "no cell has a value" if empty else f"every cell is {fmt(float(finite[0]))}"
 
 
 def timing_figure(curves: pd.DataFrame, summary: pd.DataFrame, settings: Settings):
@@ -122,7 +174,7 @@ def timing_figure(curves: pd.DataFrame, summary: pd.DataFrame, settings: Setting
     _style()
     c = curves[curves["event"].isin(["entry", "deviation"]) & (curves["model"] != "*") & (curves["partner"] != "*")]
     if c.empty:
-        return _empty("no role timing (no judged T1 runs)")
+        return _empty("no role timing: no T1 run with a judged entry in this config")
     models = settings.order(set(c["model"]) | set(c["partner"]))
     n = len(models)
     fig, axes = plt.subplots(n, n, figsize=(2.6 * n, 2.2 * n), squeeze=False, sharex=True, sharey=True)
@@ -139,6 +191,7 @@ def timing_figure(curves: pd.DataFrame, summary: pd.DataFrame, settings: Setting
                 row = summary[(summary["event"] == event) & (summary["model"] == m) & (summary["partner"] == p)]
                 if len(row):
                     med = row["median"].iloc[0]
+                    med = med if isinstance(med, str) else fmt(float(med))  # read back from the TSV as a number
                     ax.text(0.98, 0.04 if event == "entry" else 0.16, f"{event} median {med}{'' if med == 'n.r.' else ' s'}",
                             transform=ax.transAxes, ha="right", fontsize=6, color=colors[event],
                             bbox={"facecolor": "white", "alpha": 0.8, "lw": 0, "pad": 1})
@@ -160,7 +213,7 @@ def action_success_figure(table: pd.DataFrame, settings: Settings):
     _style()
     t = table[table["partner"] == "avg"]
     if t.empty:
-        return _empty("no action x success data")
+        return _empty("no action x success: no T2, T3-2 or T4-2 run with a judged action in this config")
     tasks = list(dict.fromkeys(t["task"]))
     fig, axes = plt.subplots(1, len(tasks), figsize=(3.3 * len(tasks), 3.1), squeeze=False)
     palette = dict(zip(settings.order(set(t["model"])), sns.color_palette("deep")))

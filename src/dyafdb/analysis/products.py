@@ -81,6 +81,13 @@ def demo_aware(runs: pd.DataFrame, settings: Settings) -> Settings:
     return settings
 
 
+def _viewer_from(page: Path, settings: Settings) -> str | None:
+    """The viewer's index relative to a page in ``page``'s folder (None without a viewer)."""
+    import os
+
+    return os.path.relpath(settings.site_index, Path(page).parent) if settings.site_index is not None else None
+
+
 def _main(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     return at_window(runs, main_window(runs, settings))
 
@@ -91,7 +98,7 @@ def matrix_product(runs: pd.DataFrame, settings: Settings, task: str, out: Path,
     m = score_matrix(_main(runs, settings), task, settings)
     write_tsv(m.to_frame(), out)
     if html:
-        write_text_atomic(html, render.matrix_html(m, settings))
+        write_text_atomic(html, render.matrix_html(m, settings, index=_viewer_from(html, settings)))
     return m
 
 
@@ -101,7 +108,7 @@ def turntaking_product(runs: pd.DataFrame, settings: Settings, metric: str, out:
     m = turn_taking_matrix(_main(runs, settings), metric, settings)
     write_tsv(m.to_frame(), out)
     if html:
-        write_text_atomic(html, render.matrix_html(m, settings, show_n=False))
+        write_text_atomic(html, render.matrix_html(m, settings, show_n=False, index=_viewer_from(html, settings)))
     return m
 
 

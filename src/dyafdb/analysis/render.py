@@ -33,7 +33,17 @@ def page(title: str, body: str, settings: Settings | None = None) -> str:
             f"<style>{STYLE}</style></head><body>{banner}{body}</body></html>\n")
 
 
-def matrix_html(matrix: Matrix, settings: Settings, show_n: bool = False) -> str:
+def cell_href(index: str, filters: dict[str, str], model: str, partner: str) -> str:
+    """The viewer index filtered to one cell's conversations (``model`` on the row's side, against
+    ``partner``); the filter keys are those the index reads from its URL hash (viewer/assets/cellfilter.js)."""
+    from urllib.parse import urlencode
+
+    return f"{index}#{urlencode({**filters, 'model': model, 'partner': partner})}"
+
+
+def matrix_html(matrix: Matrix, settings: Settings, show_n: bool = False, index: str | None = None) -> str:
+    """The matrix as a table; with ``index`` (the viewer's index.html, relative to this page) every
+    cell links to that cell's conversations."""
     label = settings.label
     head = "".join(f"<th>{html.escape(label(p))}</th>" for p in matrix.partners)
     rows = []
@@ -48,6 +58,8 @@ def matrix_html(matrix: Matrix, settings: Settings, show_n: bool = False) -> str
                 if matrix.runs is not None:
                     extra += f"/{int(matrix.runs.loc[m, p])}"
                 v += f" <small>{extra}</small>"
+            if index is not None and int(matrix.n.loc[m, p]) > 0:
+                v = f"<a href='{html.escape(cell_href(index, matrix.filters, m, p))}'>{v}</a>"
             cells.append(f"<td>{v}</td>")
         rows.append(f"<tr><td>{html.escape(label(m))}</td>{''.join(cells)}<td class='avg'>{fmt(matrix.row_avg.get(m))}</td></tr>")
     if matrix.column_avg is not None:

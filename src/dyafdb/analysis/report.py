@@ -2,7 +2,14 @@
 
 The captions are the same reStructuredText files ``snakemake --report`` uses (workflow/report/),
 so both reports say the same thing. A caption is found for ``<dir>/<stem>.rst``, else for the part
-of the stem before its first underscore (``score_T1-1`` -> ``score.rst``).
+of the stem before its first underscore (``score_T1-1`` -> ``score.rst``); a caption shared by
+several tables is printed once, at the first of them. Captions are Jinja templates as in
+Snakemake's report (``{{ snakemake.config["text_pairing"]["max_turns"] }}``): they read the
+settings the run used, never a number written into the text.
+
+Links inside a table page (a matrix cell's link to the viewer's index, filtered to its
+conversations) are relative to that page; the report moves them to its own folder. The report links
+to the viewer, and the viewer's index back to the report.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html
+import os
 import re
 from pathlib import Path
 from typing import Sequence
@@ -21,14 +29,47 @@ from dyafdb.analysis.render import DEMO_BANNER, STYLE
 from dyafdb.analysis.settings import Settings
 
 
-def caption_html(captions: Path | None, stem: str) -> str:
+def caption_html(captions: Path | None, stem: str, config: dict | None = None, shown: dict[Path, str] | None = None,
+                 anchor: str = "") -> str:
+    """The caption of ``stem`` rendered with the run's config; a caption already ``shown`` (its
+    path -> the anchor where) becomes a pointer to it."""
     if captions is None:
         return ""
     for name in (stem, stem.split("_", 1)[0]):
         path = Path(captions) / f"{name}.rst"
         if path.exists():
-            return rst_to_html(path.read_text(encoding="utf-8"))
+            if shown is not None and path in shown:
+                return f"<p class='note'>Caption as for <a href='#{shown[path]}'>the first table of this kind</a>.</p>"
+            if shown is not None:
+                shown[path] = anchor
+            return rst_to_html(render_caption(path.read_text(encoding="utf-8"), config or {}, stem))
     return ""
+
+
+def render_caption(text: str, config: dict, stem: str = "") -> str:
+    """A caption template filled from the config, as Snakemake's report fills it (``snakemake.config``)."""
+    if "{{" not in text and "{%" not in text:
+        return text
+    from types import SimpleNamespace
+
+    import jinja2
+
+    kind, _, key = stem.partition("_")
+    wildcards = SimpleNamespace(task=key, metric=key)
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    return env.from_string(text).render(snakemake=SimpleNamespace(config=config, wildcards=wildcards))
+
+
+_HREF = re.compile(r"""href='([^'#:]+)(#[^']*)?'""")
+
+
+def rebase_links(body: str, page_dir: Path, report_dir: Path) -> str:
+    """Relative links of a page in ``page_dir`` made relative to ``report_dir``."""
+    def move(m: re.Match) -> str:
+        target = os.path.normpath(os.path.join(page_dir, m.group(1)))
+        return f"href='{os.path.relpath(target, report_dir)}{m.group(2) or ''}'"
+
+    return _HREF.sub(move, body)
 
 
 def rst_to_html(text: str) -> str:
@@ -76,29 +117,41 @@ def _title(stem: str) -> str:
 
 def build_report(tables: Sequence[Path], figures: Sequence[Path], settings: Settings, out: Path,
                  captions: Path | None = None, config_file: Path | None = None, versions: Path | None = None,
-                 title: str = "DyaFDB report") -> None:
+                 title: str = "DyaFDB report", config: dict | None = None) -> None:
+    from dyafdb.analysis.figures import read_notes
+
+    out = Path(out)
     parts = [f"<h1>{html.escape(title)}</h1>"]
     if settings.demo_quality:
         parts.append(f'<div class="demo">{html.escape(DEMO_BANNER)}</div>')
     parts.append(f"<p class='note'>generated {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}</p>")
+    if settings.site_index is not None:
+        href = os.path.relpath(settings.site_index, out.parent)
+        parts.append(f"<p>Every conversation behind these numbers: <a class='viewer' href='{html.escape(href)}'>"
+                     "open the conversation viewer</a> (a matrix cell links to its own conversations).</p>")
     toc = []
     sections = []
+    shown: dict[Path, str] = {}
     for i, path in enumerate(tables):
         path = Path(path)
         anchor = f"t{i}"
+        body = rebase_links(_body(path.read_text(encoding="utf-8")), path.parent, out.parent)
         toc.append(f"<li><a href='#{anchor}'>{html.escape(_title(path.stem))}</a></li>")
-        sections.append(f"<section id='{anchor}'><h2>{html.escape(_title(path.stem))}</h2>{caption_html(captions, path.stem)}"
-                        f"{_body(path.read_text(encoding='utf-8'))}</section>")
+        sections.append(f"<section id='{anchor}'><h2>{html.escape(_title(path.stem))}</h2>"
+                        f"{caption_html(captions, path.stem, config, shown, anchor)}{body}</section>")
     for i, path in enumerate(figures):
         path = Path(path)
         anchor = f"f{i}"
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         pdf = path.with_suffix(".pdf")
-        link = f" <a href='{html.escape(pdf.name)}'>PDF</a>" if pdf.exists() else ""
+        link = f" <a href='{html.escape(os.path.relpath(pdf, out.parent))}'>PDF</a>" if pdf.exists() else ""
+        notes = read_notes(path)
+        notes_html = ("<ul class='notes'>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>") if notes else ""
         toc.append(f"<li><a href='#{anchor}'>{html.escape(_title(path.stem))}</a></li>")
-        sections.append(f"<section id='{anchor}'><h2>{html.escape(_title(path.stem))}</h2>{caption_html(captions, path.stem)}"
+        sections.append(f"<section id='{anchor}'><h2>{html.escape(_title(path.stem))}</h2>"
+                        f"{caption_html(captions, path.stem, config, shown, anchor)}"
                         f"<img alt='{html.escape(path.stem)}' style='max-width:100%' src='data:image/png;base64,{data}'>"
-                        f"<p class='note'>{html.escape(path.name)}{link}</p></section>")
+                        f"{notes_html}<p class='note'>{html.escape(path.name)}{link}</p></section>")
     if versions is not None and Path(versions).exists():
         v = pd.read_csv(versions, sep="\t", dtype=str, keep_default_na=False)
         rows = "".join(f"<tr><td>{html.escape(a)}</td><td>{html.escape(b)}</td></tr>" for a, b in zip(v.iloc[:, 0], v.iloc[:, 1]))
@@ -109,7 +162,7 @@ def build_report(tables: Sequence[Path], figures: Sequence[Path], settings: Sett
         sections.append(f"<section id='config'><h2>config</h2><pre>{html.escape(Path(config_file).read_text(encoding='utf-8'))}</pre></section>")
     parts.append("<ul>" + "".join(toc) + "</ul>")
     parts.extend(sections)
-    style = STYLE + "section{margin:2em 0}pre{background:#f6f6f6;padding:.6em;overflow:auto;font-size:.85em}"
+    style = STYLE + "section{margin:2em 0}pre{background:#f6f6f6;padding:.6em;overflow:auto;font-size:.85em}ul.notes{color:#a05a00;font-size:.9em}"
     page = (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
     write_text_atomic(out, page)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dyafdb.analysis.annotation_key import key_file_for
 from dyafdb.errors import InputError
 from dyafdb.schema_check import fill_defaults, load_schema
 
@@ -37,6 +38,8 @@ class Settings:
     figure_formats: list[str] = field(default_factory=lambda: ["png", "pdf"])
     dpi: int = 150
     demo_quality: bool = False
+    site_index: Path | None = None  # the conversation viewer's index page (report and matrix cells link to it)
+    annotation_key: Path | None = None  # the blind study's key file (item tokens -> conversations), outside the site
 
     def label(self, model: str) -> str:
         return self.labels.get(model, model)
@@ -63,6 +66,31 @@ def _judge_names(config: dict[str, Any]) -> tuple[str | None, str | None, bool]:
     second = "second" if "second" in rest else (rest[0] if rest else None)
     demo = any(settings.judges[n].demo_quality for n in settings.run)
     return main, second, demo
+
+
+ANALYSIS_DIR = "analysis"  # under results_dir: runs/, tables/, figures/, report.html
+
+
+def results_dir(config: dict[str, Any], root: Path | None = None) -> Path:
+    return Path(root or ".") / config.get("results_dir", "results")
+
+
+def report_path(config: dict[str, Any], root: Path | None = None) -> Path:
+    """Where the workflow writes the HTML report (the viewer's index links to it)."""
+    return results_dir(config, root) / ANALYSIS_DIR / "report.html"
+
+
+def site_dir(config: dict[str, Any], root: Path | None = None) -> Path:
+    """The viewer's site folder: ``viewer.out``, else ``<results_dir>/site`` (read here so the report
+    can link to it; the viewer stage reads it through this function too)."""
+    out = (config.get("viewer") or {}).get("out")
+    return Path(root or ".") / out if out else results_dir(config, root) / "site"
+
+
+def annotation_key_path(config: dict[str, Any], root: Path | None = None) -> Path:
+    """The key file of the configured site, unless ``analysis.annotation_key`` names another."""
+    named = (config.get("analysis") or {}).get("annotation_key")
+    return Path(root or ".") / named if named else key_file_for(site_dir(config, root))
 
 
 def from_config(config: dict[str, Any] | None, root: Path | None = None) -> Settings:
@@ -113,4 +141,6 @@ def from_config(config: dict[str, Any] | None, root: Path | None = None) -> Sett
         figure_formats=list(section["figure_formats"]),
         dpi=int(section["dpi"]),
         demo_quality=bool(config.get("demo_quality", False)) or demo_judge,
+        site_index=site_dir(config, root) / "index.html",
+        annotation_key=annotation_key_path(config, root),
     )

@@ -37,6 +37,7 @@ class Matrix:
     column_avg: pd.Series | None = None
     pinned: set[tuple[str, str]] = field(default_factory=set)
     note: str = ""
+    filters: dict[str, str] = field(default_factory=dict)  # the viewer index filter of its conversations
 
     def to_frame(self) -> pd.DataFrame:
         rows = []
@@ -46,21 +47,26 @@ class Matrix:
             if self.runs is not None:
                 row.update({f"runs:{p}": int(self.runs.loc[m, p]) for p in self.partners})
             row["pinned"] = ",".join(p for p in self.partners if (m, p) in self.pinned)
+            row["note"] = self.note if not rows else ""
             rows.append(row)
         if self.column_avg is not None and self.models:
             rows.append({"row": self.column_label, **{p: self.column_avg.get(p, np.nan) for p in self.partners}})
         columns = ["row", *self.partners, AVG, *[f"n:{p}" for p in self.partners],
-                   *([f"runs:{p}" for p in self.partners] if self.runs is not None else []), "pinned"]
+                   *([f"runs:{p}" for p in self.partners] if self.runs is not None else []), "pinned", "note"]
         frame = pd.DataFrame(rows, columns=columns)
         frame.attrs["title"] = self.title
         return frame
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, name: str = "", title: str = "") -> "Matrix":
-        partners = [c for c in frame.columns if c not in ("row", AVG, "pinned") and ":" not in c]
+        partners = [c for c in frame.columns if c not in ("row", AVG, "pinned", "note") and ":" not in c]
+        note = ""
+        if "note" in frame.columns:
+            notes = [str(x) for x in frame["note"] if isinstance(x, str) and x]
+            note = notes[0] if notes else ""
         if not partners or frame.empty:
             empty = pd.DataFrame()
-            return cls(name=name, title=title, models=[], partners=[], values=empty, n=empty)
+            return cls(name=name, title=title, models=[], partners=[], values=empty, n=empty, note=note)
         body = frame[frame[f"n:{partners[0]}"].notna()] if partners else frame
         bottom = frame[frame[f"n:{partners[0]}"].isna()] if partners else frame.iloc[0:0]
         models = list(body["row"])
@@ -77,7 +83,7 @@ class Matrix:
             col_avg = bottom.iloc[0][partners].astype(float)
         return cls(name=name, title=title, models=models, partners=partners, values=values, n=n, runs=runs,
                    row_avg=body.set_index("row")[AVG].astype(float), column_label=col_label, column_avg=col_avg,
-                   pinned=pinned)
+                   pinned=pinned, note=note)
 
 
 def _order(runs: pd.DataFrame, settings: Settings) -> list[str]:
@@ -94,6 +100,59 @@ def cell_frame(runs: pd.DataFrame, indicator: str) -> pd.DataFrame:
 def _square(cells: pd.DataFrame, col: str, models: list[str], fill) -> pd.DataFrame:
     wide = cells[col].unstack(C.PARTNER) if len(cells) else pd.DataFrame()
     return wide.reindex(index=models, columns=models).fillna(fill) if fill is not None else wide.reindex(index=models, columns=models)
+
+
+def _filters(tasks: list[str], runs: pd.DataFrame, side_a: bool = False) -> dict[str, str]:
+    """The viewer index filter of a matrix's conversations: its archetypes, its window and, where only
+    side a is scored, the row model on side a."""
+    out = {"tasks": ",".join(tasks)}
+    windows = sorted(set(runs[C.WINDOW])) if len(runs) else []
+    if len(windows) == 1:
+        out["window"] = f"{float(windows[0]):g}"
+    if side_a:
+        out["side"] = "a"
+    return out
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def why_constant(values: pd.DataFrame, pinned: set[tuple[str, str]] = frozenset()) -> float | None:
+    """The one value every non-pinned cell holds, or None when the cells differ (or there are none)."""
+    cells = values.copy()
+    for m, p in pinned:
+        cells.loc[m, p] = np.nan
+    finite = cells.to_numpy(float)[np.isfinite(cells.to_numpy(float))]
+    if finite.size < 2 or not np.allclose(finite, finite[0]):
+        return None
+    return float(finite[0])
+
+
+def score_note(task_runs: pd.DataFrame, task: str, values: pd.DataFrame, pinned: set[tuple[str, str]]) -> str:
+    """Why a task matrix is empty or constant, in the runs' own words ("" when it is neither)."""
+    from dyafdb.analysis.numbers import fmt
+
+    if task_runs.empty:
+        return f"no {task} runs in this config: nothing to show"
+    scored = task_runs[task_runs["score"].notna()]
+    if scored.empty:
+        undecided = task_runs["decided"].eq(0.0).sum() if "decided" in task_runs else 0
+        if task in C.AMONG_DECIDED and undecided:
+            return f"no run closed a deal ({undecided} of {len(task_runs[task_runs['decided'].notna()])} undecided): no cell"
+        return f"no {task} run has a score (every answer invalid or missing)"
+    value = why_constant(values, pinned)
+    if value is None:
+        return ""
+    decided = scored["decided"].dropna() if "decided" in scored else pd.Series(dtype=float)
+    asked = scored["asked"].dropna() if "asked" in scored else pd.Series(dtype=float)
+    if len(decided) and (decided == 0.0).all():
+        why = f"the judge answered 'none' {len(decided)} of {len(decided)}"
+    elif len(asked) and (asked == 0.0).all() and value == 0.0:
+        why = f"the judge found no request in {len(asked)} of {len(asked)} runs"
+    else:
+        why = f"all {len(scored)} scored runs are {fmt(value)}"
+    return f"every cell is {fmt(value)}: {why}"
 
 
 def score_matrix(runs: pd.DataFrame, task: str, settings: Settings) -> Matrix:
@@ -121,9 +180,10 @@ def score_matrix(runs: pd.DataFrame, task: str, settings: Settings) -> Matrix:
         note = "cells among decided runs; n = decided runs, runs = all runs"
     if pinned:
         note = "self-play pinned at 0.50 (shown in parentheses, left out of the averages)"
+    note = _join(score_note(task_runs, task, values, pinned), note)
     return Matrix(name=task, title=C.TASK_TITLES.get(task, task), models=models, partners=models, values=values,
                   n=n, runs=runs_n, row_avg=row_avg, column_label=column_label, column_avg=column_avg,
-                  pinned=pinned, note=note)
+                  pinned=pinned, note=note, filters=_filters([task], task_runs, side_a=task in C.REPORTED_SIDE_ONLY))
 
 
 def turn_taking_matrix(runs: pd.DataFrame, metric: str, settings: Settings,
@@ -137,11 +197,22 @@ def turn_taking_matrix(runs: pd.DataFrame, metric: str, settings: Settings,
     n = use.groupby([C.MODEL, C.PARTNER]).size()
     values = cells.unstack(C.PARTNER).reindex(index=models, columns=models) if len(cells) else pd.DataFrame(index=models, columns=models, dtype=float)
     counts = n.unstack(C.PARTNER).reindex(index=models, columns=models).fillna(0).astype(int) if len(n) else pd.DataFrame(0, index=models, columns=models)
-    return Matrix(name=metric, title=f"{C.TURN_TAKING_LABELS.get(metric, metric)} (row model against column partner)",
+    label = C.TURN_TAKING_LABELS.get(metric, metric)
+    why = ""
+    if in_tasks.empty:
+        why = "no runs of the main tasks in this config: nothing to show"
+    elif use.empty:
+        why = f"no {label} case in any of the {len(in_tasks)} conversation sides (its denominator was 0 everywhere)"
+    elif (value := why_constant(values.astype(float))) is not None:
+        from dyafdb.analysis.numbers import fmt
+
+        why = f"every cell is {fmt(value)}: all {len(use)} conversation sides with a case measured {fmt(value)}"
+    return Matrix(name=metric, title=f"{label} (row model against column partner)",
                   models=models, partners=models, values=values.astype(float), n=counts,
                   row_avg=values.astype(float).mean(axis=1, skipna=True), column_label="as partner avg",
                   column_avg=values.astype(float).mean(axis=0, skipna=True),
-                  note="tasks averaged with equal weight; n = conversation sides")
+                  note=_join(why, "tasks averaged with equal weight; n = conversation sides"),
+                  filters=_filters(list(tasks), in_tasks))
 
 
 def model_average(runs: pd.DataFrame, task: str, indicator: str = "score", skip_pinned: bool = True) -> pd.Series:
@@ -157,7 +228,8 @@ def model_average(runs: pd.DataFrame, task: str, indicator: str = "score", skip_
 
 # (column, archetype, indicator): Table 9's four tasks; T3-2 is the presser's agreement rate here,
 # not the occupancy (text has no channel to hold).
-TABLE9 = (("T1-1", "T1-1", "score"), ("T2", "T2", "score"), ("T3-2 agreement", "T3-2", "success"), ("T4-2", "T4-2", "score"))
+TABLE9 = (("T1-1", "T1-1", "score"), ("T2", "T2", "score"), (f"T3-2 {C.SUCCESS_NAME['T3-2']}", "T3-2", "success"),
+          ("T4-2", "T4-2", "score"))
 
 
 def table9(speech_runs: pd.DataFrame, text_runs: pd.DataFrame | None, speech_labels, text_labels) -> pd.DataFrame:

@@ -16,6 +16,11 @@ fits (each term added after every term that does not contain it; on a complete g
 statsmodels' ``anova_lm(typ=2)`` and the closed form). They need not sum to one; the residual is
 reported as it is, not renormalised.
 
+Where the cells cannot answer the question, the terms are left empty (NaN, null in
+``dyafdb variance``) with the reason, never printed as zeros (:func:`why_undefined`): a table whose
+cell means are all equal has no variance to split, and a grid where the model of a cell fixes its
+partner (a two-model cross-play grid: cells (A, B) and (B, A)) cannot separate model from partner.
+
 Uncertainty: runs are resampled within cells, cell means and the terms recomputed; the SD over
 replicates is reported, as in the paper.
 """
@@ -156,6 +161,29 @@ def decompose_values(grid: Grid, values: np.ndarray) -> dict[str, np.ndarray]:
     return least_squares(grid.factors(), values)
 
 
+CONSTANT = "every cell has the same mean: there is no variance to split"
+CONFOUNDED = ("the cells cannot separate model from partner (each model meets one partner only, e.g. a "
+              "two-model cross-play grid): model, partner and their interaction are not identified")
+
+
+def _rank(blocks: list[np.ndarray], n: int) -> int:
+    return int(np.linalg.matrix_rank(np.hstack([np.ones((n, 1)), *blocks])))
+
+
+def why_undefined(grid: Grid, values: np.ndarray) -> str:
+    """Why the terms of these cell means say nothing ("" when they do)."""
+    y = np.asarray(values, float)
+    if y.size and np.allclose(y, y[0]):
+        return CONSTANT
+    f = grid.factors()
+    n = len(grid.keys)
+    m, p = _dummies(np.asarray(f["model"])), _dummies(np.asarray(f["partner"]))
+    both = _rank([m, p], n)
+    if both == _rank([m], n) or both == _rank([p], n):
+        return CONFOUNDED
+    return ""
+
+
 def decompose_cells(cells: pd.DataFrame) -> dict[str, float]:
     """The standalone decomposition of a table of cell means: columns model, partner, value[, task]."""
     for col in ("model", "partner", "value"):
@@ -178,11 +206,25 @@ def decompose_cells(cells: pd.DataFrame) -> dict[str, float]:
     grid = make_grid(keys, with_task)
     lookup = dict(zip(keys, values.to_numpy()))
     y = np.array([lookup[k] for k in grid.keys])
-    return {k: float(v) for k, v in decompose_values(grid, y).items()}
+    terms = {k: float(v) for k, v in decompose_values(grid, y).items()}
+    why = why_undefined(grid, y)
+    if why:
+        terms = {k: (np.nan if k != "task" or why == CONSTANT else v) for k, v in terms.items()}
+    return terms
+
+
+def decompose_note(cells: pd.DataFrame) -> str:
+    """Why :func:`decompose_cells` leaves its terms empty for this table ("" when it does not)."""
+    with_task = "task" in cells.columns
+    key_cols = (["task"] if with_task else []) + ["model", "partner"]
+    keys = [tuple(map(str, k)) for k in cells[key_cols].itertuples(index=False)]
+    grid = make_grid(keys, with_task)
+    lookup = dict(zip(keys, pd.to_numeric(cells["value"], errors="coerce").to_numpy()))
+    return why_undefined(grid, np.array([lookup[k] for k in grid.keys]))
 
 
 def _decompose_runs(runs: pd.DataFrame, value: str, key_cols: list[str], n_boot: int, rng: np.random.Generator,
-                    with_task: bool) -> tuple[dict[str, float], dict[str, float], Grid]:
+                    with_task: bool) -> tuple[dict[str, float], dict[str, float], Grid, str]:
     use = runs[runs[value].notna()]
     keys_per_run = list(zip(*[use[c].astype(str).to_numpy() for c in key_cols]))
     grid = make_grid(sorted(set(keys_per_run)), with_task)
@@ -197,7 +239,12 @@ def _decompose_runs(runs: pd.DataFrame, value: str, key_cols: list[str], n_boot:
             for k, v in decompose_values(grid, chunk).items():
                 reps[k].append(v)
         sds = {k: float(np.nanstd(np.concatenate(v), ddof=1)) for k, v in reps.items()}
-    return {k: float(v) for k, v in point.items()}, sds, grid
+    why = why_undefined(grid, bootstrap.cell_means(vals, codes, len(grid.keys)))
+    if why:  # the terms say nothing here: empty, not zero (module doc)
+        drop = set(point) if why == CONSTANT else {"model", "partner", "model_x_partner"}
+        point = {k: (np.nan if k in drop else v) for k, v in point.items()}
+        sds = {k: (np.nan if k in drop else v) for k, v in sds.items()}
+    return {k: float(v) for k, v in point.items()}, sds, grid, why
 
 
 def variance_table(runs: pd.DataFrame, settings: Settings, tasks: tuple[str, ...] = C.MAIN_TASKS,
@@ -224,16 +271,15 @@ def variance_table(runs: pd.DataFrame, settings: Settings, tasks: tuple[str, ...
         for variant, sub in (("all", in_tasks), ("cross_play", in_tasks[in_tasks["play"] == "cross"])):
             if sub[metric].notna().sum() == 0:
                 continue
-            point, sds, grid = _decompose_runs(sub, metric, ["task", C.MODEL, C.PARTNER], settings.bootstrap, rng, True)
-            add(metric, "turn_taking", variant, point, sds, grid)
+            point, sds, grid, why = _decompose_runs(sub, metric, ["task", C.MODEL, C.PARTNER], settings.bootstrap, rng, True)
+            add(metric, "turn_taking", variant, point, sds, grid, why)
     for task in score_tasks:
         task_runs = runs[runs["task"] == task]
         for variant, sub in (("all", task_runs), ("cross_play", task_runs[task_runs["play"] == "cross"])):
             if sub["score"].notna().sum() == 0:
                 continue
-            point, sds, grid = _decompose_runs(sub, "score", [C.MODEL, C.PARTNER], settings.bootstrap, rng, False)
-            flag = ""
+            point, sds, grid, flag = _decompose_runs(sub, "score", [C.MODEL, C.PARTNER], settings.bootstrap, rng, False)
             if task in C.PINNED_SELF_PLAY and variant == "all" and bool(sub["pinned"].any()):
-                flag = "self-play cells are constant 0.50 by construction; see the cross_play variant"
+                flag = "; ".join(x for x in (flag, "self-play cells are constant 0.50 by construction; see the cross_play variant") if x)
             add(task, "task_score", variant, point, sds, grid, flag)
     return pd.DataFrame(rows, columns=["measure", "kind", "variant", "term", "eta2", "sd", "cells", "complete", "flag"])

@@ -30,8 +30,10 @@ def run(args: argparse.Namespace) -> int:
     from dyafdb.analysis.report import build_report
     from dyafdb.analysis.settings import from_config
 
-    settings = from_config(load_configs(args), args.root)
+    config = load_configs(args)
+    settings = from_config(config, args.root)
     captions = args.captions if args.captions and args.captions.is_dir() else None
-    build_report(args.tables, args.figures, settings, args.out, captions, args.config_file, args.versions, args.title)
+    build_report(args.tables, args.figures, settings, args.out, captions, args.config_file, args.versions, args.title,
+                 config=config)
     print(args.out)
     return 0

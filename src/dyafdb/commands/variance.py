@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from dyafdb.analysis.io import read_delimited
-    from dyafdb.analysis.variance import decompose_cells
+    from dyafdb.analysis.variance import decompose_cells, decompose_note
 
     path: Path = args.cells
     if not path.exists():
@@ -44,6 +44,11 @@ def run(args: argparse.Namespace) -> int:
         terms = decompose_cells(cells)
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
-    # a constant table has no variance to split: its terms are null, not NaN (which JSON lacks)
-    print(json.dumps({k: None if math.isnan(v) else round(v, args.digits) for k, v in terms.items()}, indent=2))
+    # terms the cells cannot answer are null with the reason (never zeros): a constant table, or a
+    # grid that cannot separate model from partner
+    doc = {k: None if math.isnan(v) else round(v, args.digits) for k, v in terms.items()}
+    note = decompose_note(cells)
+    if note:
+        doc["note"] = note
+    print(json.dumps(doc, indent=2))
     return 0

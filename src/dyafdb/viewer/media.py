@@ -2,8 +2,8 @@
 
 A recording's ``audio.wav`` is float32 (11.5 MB a minute): too big to ship and not what a browser
 should stream. Each conversation gets one stereo file in a format Chromium plays offline (channel
-0 = side a on the left, as recorded) under ``<site>/media/<key>.<ext>``, where ``key`` is a hash of
-the conversation id: the blind annotation pages play the same file, and a model name must not
+0 = side a on the left, as recorded) under ``<site>/media/<key>.<ext>``, where ``key`` is a salted
+hash of the conversation id (the salt is the site's secret, kept outside it): the blind annotation pages play the same file, and a model name must not
 appear in their DOM, file names included.
 
 The peaks (the largest absolute sample of each bin, ``peaks_per_s`` bins a second, both channels on
@@ -35,9 +35,12 @@ FORMATS: dict[str, tuple[str, str, str, str]] = {
 CACHE_FORMAT = "dyafdb-viewer-media/1"
 
 
-def media_key(conversation_id: str) -> str:
-    """A name for a conversation's media that says nothing about its models."""
-    return hashlib.sha256(conversation_id.encode("utf-8")).hexdigest()[:16]
+def media_key(conversation_id: str, salt: str) -> str:
+    """A name for a conversation's media that says nothing about it: salted with the site's secret
+    (viewer.study), so nobody can hash the ids of a design and match the files."""
+    import hmac
+
+    return hmac.new(bytes.fromhex(salt), f"media\x1f{conversation_id}".encode("utf-8"), hashlib.sha256).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from dyafdb.viewer.summary import MECHANICAL_ORDER, fmt, show
 
-ASSET_FILES = ("viewer.css", "player.js", "index.js", "annotate.js")
+ASSET_FILES = ("viewer.css", "player.js", "cellfilter.js", "index.js", "annotate.js")
 
 
 def h(value: Any) -> str:
@@ -272,12 +272,15 @@ def conversation_page(*, row: Any, meta: Mapping[str, Any], player: Mapping[str,
 
 # ----------------------------------------------------------------------------- index
 
-def index_page(summary: Mapping[str, Any], annotation: bool) -> str:
+def index_page(summary: Mapping[str, Any], annotation: bool, report_href: str | None = None) -> str:
     demo = '<span class="chip warn">demo quality</span>' if summary.get("demo_quality") else ""
+    report = (f' The numbers they make up are in <a class="report" href="{h(report_href)}">the report</a>.'
+              if report_href else "")
     body = f"""
 <h1>Conversations {demo}</h1>
 <p class="lede">{summary['conversations']} recorded conversations · {summary['archetypes']} archetypes ·
-{summary['pairings']} pairings{summary.get('missing_note', '')}. Click a row to watch, listen and read it.</p>
+{summary['pairings']} pairings{summary.get('missing_note', '')}. Click a row to watch, listen and read it.{report}</p>
+<p class="note cell-filter" id="cell-filter" hidden></p>
 <section class="card filters" id="filters">
   <div class="frow">
     <label>Archetype <select id="f-archetype" data-field="archetype"><option value="">all</option></select></label>
@@ -296,7 +299,8 @@ def index_page(summary: Mapping[str, Any], annotation: bool) -> str:
 <div class="more"><button type="button" class="btn" id="more" hidden>Show more</button></div>
 <noscript><p class="note">The filters need JavaScript; the pages are under <code>c/</code>.</p></noscript>
 </section>"""
-    return layout("DyaFDB conversations", body, "", ["index-data.js", "assets/index.js"], full_nav("", annotation),
+    return layout("DyaFDB conversations", body, "", ["index-data.js", "assets/cellfilter.js", "assets/index.js"],
+                  full_nav("", annotation),
                   "page-index")
 
 

@@ -7,8 +7,10 @@ Layout under the site folder (default ``<results_dir>/site``)::
   media/<key>.<ogg|flac|wav>         its audio; <key>.json caches the waveform peaks
   annotate/index.html  study.js      the blind annotation study: rater id, progress, CSV export
   annotate/item-<code>.html          one blind page per sampled conversation
-  annotation-sample.tsv              which conversation and seats each item code stands for
   assets/                            the CSS and scripts (copied from the package)
+
+and, beside the site folder (never inside it), ``<site>-annotation-key.json``: the site's secret
+salt and which conversation and seats each item stands for (:mod:`dyafdb.viewer.study`).
 
 ``index.html`` is removed first and written last, so a build that dies half-way leaves no index
 that looks complete; every file is written under a temporary name and renamed. Files of an earlier
@@ -22,6 +24,7 @@ without the full pages next to it.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -30,6 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence, TextIO
 
+from dyafdb.analysis.settings import report_path
 from dyafdb.suite.design import Conversation, build_design
 from dyafdb.fileio import write_text_atomic
 from dyafdb.record.recording import is_complete
@@ -43,10 +47,12 @@ from dyafdb.viewer.questions import human_questions
 from dyafdb.viewer.sampler import Candidate, Pick, sample
 from dyafdb.viewer.settings import ViewerSettings, viewer_settings
 from dyafdb.viewer.sources import Sources, load_sources, read_judge_records
-from dyafdb.viewer.study import sample_tsv, study_doc, study_js
+from dyafdb.viewer.study import key_file, site_salt, study_doc, study_js, write_key
 from dyafdb.viewer.summary import index_data, index_row
 
 MANAGED = ("c", "media", "annotate", "assets")
+# annotation-sample.tsv is no longer written (the key file outside the site replaced it); listed so
+# that a copy left by an earlier build is removed
 TOP_FILES = ("index-data.js", "annotation-sample.tsv")
 
 
@@ -109,6 +115,7 @@ class _Context:
     judged: dict[str, list[dict[str, Any]]]
     scenarios: dict[str, Scenario]
     picks: list[Pick]
+    salt: str = ""
 
     @property
     def codes(self) -> list[str]:
@@ -184,14 +191,14 @@ def _item_page(ctx: _Context, src: Sources, media: Media, pick: Pick) -> tuple[s
     return html, questions
 
 
-def _write_study(w: _Writer, ctx: _Context, questions: Mapping[str, list[dict[str, Any]]]) -> None:
-    w.text("annotate/study.js", study_js(study_doc(ctx.picks, questions)))
+def _write_study(w: _Writer, ctx: _Context, questions: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    study = study_doc(ctx.picks, questions, ctx.salt)
+    w.text("annotate/study.js", study_js(study))
     seats = {(p.code, q["seat"]) for p in ctx.picks for q in questions.get(p.code, [])}
     w.summary.items, w.summary.seats = len(ctx.picks), len(seats)
     w.summary.questions = sum(len(v) for v in questions.values())
     w.text("annotate/index.html", pages.annotate_index_page(len(ctx.picks), len(seats)))
-    if not ctx.annotation_only:
-        w.text("annotation-sample.tsv", sample_tsv(ctx.picks))
+    return study
 
 
 def _copy_assets(w: _Writer) -> None:
@@ -224,12 +231,14 @@ def build_site(config: Mapping[str, Any], root: Path = Path("."), settings: View
         rows = [r for r in rows if r.conversation_id in pick_of]
     scenarios = {sid: find_scenario(Path(root) / config["scenarios_dir"], sid) for sid in sorted({r.scenario for r in rows})}
     judges, judged = read_judge_records(config, root, sorted({r.archetype for r in rows}))
-    ctx = _Context(config, Path(root), settings, annotation_only, judges, judged, scenarios, picks)
+    key = key_file(out)
+    ctx = _Context(config, Path(root), settings, annotation_only, judges, judged, scenarios, picks, site_salt(key))
 
     recorded = [r for r in rows if is_complete(conversation_paths(config, root, r.conversation_id).recording)]
     summary.not_recorded = len(rows) - len(recorded)
     medias = _prepare_all([(str(conversation_paths(config, root, r.conversation_id).recording), str(out / "media"),
-                            media_key(r.conversation_id), settings.audio, settings.peaks_per_s) for r in recorded], jobs)
+                            media_key(r.conversation_id, ctx.salt), settings.audio, settings.peaks_per_s)
+                           for r in recorded], jobs)
 
     index_rows, questions = [], {}
     for row, media in zip(recorded, medias):
@@ -237,7 +246,7 @@ def build_site(config: Mapping[str, Any], root: Path = Path("."), settings: View
         if src is None:  # being recorded again right now; the next build picks it up
             continue
         w.keep(f"media/{media.file}")
-        w.keep(f"media/{media_key(row.conversation_id)}.json")
+        w.keep(f"media/{media_key(row.conversation_id, ctx.salt)}.json")
         summary.audio_bytes += (out / "media" / media.file).stat().st_size
         if not annotation_only:
             w.text(f"c/{row.conversation_id}.html", _conversation_page(ctx, src, media))
@@ -249,15 +258,16 @@ def build_site(config: Mapping[str, Any], root: Path = Path("."), settings: View
     summary.conversations = len(index_rows)
 
     _copy_assets(w)
-    if picks:
-        _write_study(w, ctx, questions)
+    study = _write_study(w, ctx, questions) if picks else None
+    write_key(key, ctx.salt, picks, study)  # outside the site: what maps the blind items back
     if annotation_only:
         summary.removed = w.remove_stale()
         w.text("index.html", pages.redirect_page("annotate/index.html", "Blind annotation"))
     else:
         w.text("index-data.js", "window.DYAFDB_INDEX = " + _json(index_data(index_rows, config, judges)) + ";\n")
         summary.removed = w.remove_stale()
-        w.text("index.html", pages.index_page(_counts(index_rows, summary, config), annotation=bool(picks)))
+        report = os.path.relpath(report_path(config, root), out)
+        w.text("index.html", pages.index_page(_counts(index_rows, summary, config), annotation=bool(picks), report_href=report))
     summary.seconds = time.perf_counter() - t0
     print(summary.line(), file=log or sys.stdout)
     return summary

@@ -1,6 +1,6 @@
 /* DyaFDB viewer: blind annotation. Answers live in localStorage (per study, so two studies never
  * mix) and survive reloads; the items page exports them as the CSV that
- * dyafdb.analysis.agreement reads: rater,conversation_id,seat,measure,label.
+ * dyafdb.analysis.agreement reads: rater,item,seat,measure,label (item: the opaque token).
  * window.DYAFDB_STUDY (study.js) maps each item code to its conversation and question list; an item
  * page itself knows only its code and the question texts. */
 (function () {
@@ -43,13 +43,13 @@
   }
 
   function exportRows(doc) {
-    var rows = [["rater", "conversation_id", "seat", "measure", "label"]];
+    // items by their opaque token: only the key file beside the site maps them to conversations
+    var rows = [["rater", "item", "seat", "measure", "label"]];
     var who = rater();
     STUDY.items.forEach(function (it) {
       var a = doc.answers[it.code] || {};
-      var cid = atob(it.ref);
       it.q.forEach(function (q, i) {
-        if (a[i] !== undefined && a[i] !== "") rows.push([who, cid, q[0], q[1], a[i]]);
+        if (a[i] !== undefined && a[i] !== "") rows.push([who, it.ref, q[0], q[1], a[i]]);
       });
     });
     return rows;

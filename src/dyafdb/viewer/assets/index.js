@@ -86,9 +86,25 @@
     return f.op === ">=" ? v >= x : v <= x;
   }
 
+  // a report's matrix cell: its conversations (cellfilter.js), shown with a way back to all
+  var CELL = window.DYAFDB_CELL;
+  var cell = CELL ? CELL.parse(location.hash) : null;
+  var cellNote = document.getElementById("cell-filter");
+
+  function showCell() {
+    if (!cellNote) return;
+    cellNote.hidden = !(cell && CELL.active(cell));
+    if (cellNote.hidden) return;
+    cellNote.textContent = "Conversations of one report cell: " + CELL.describe(cell, name) + ". ";
+    var clear = el("a", { href: "#", text: "show all" });
+    clear.addEventListener("click", function (ev) { ev.preventDefault(); cell = null; save(); showCell(); render(); });
+    cellNote.appendChild(clear);
+  }
+
   function visible() {
     var q = state.q.trim().toLowerCase();
     return D.rows.filter(function (r) {
+      if (cell && CELL.active(cell) && !CELL.matches(r, cell)) return false;
       if (state.archetype && r.archetype !== state.archetype) return false;
       if (state.pairing && r.pairing !== state.pairing) return false;
       if (state.opener && r.opener_model !== state.opener) return false;
@@ -231,6 +247,7 @@
     FIELDS.concat(["q"]).forEach(function (k) { if (state[k]) p.set(k, state[k]); });
     state.m.forEach(function (f) { p.append("m", [f.key, f.op, f.value].join("~")); });
     if (state.sort) p.set("sort", state.sort + "~" + (state.dir > 0 ? "asc" : "desc"));
+    if (cell && CELL.active(cell)) CELL.KEYS.forEach(function (k) { if (cell[k]) p.set(k, cell[k]); });
     var hash = p.toString();
     history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search);
   }
@@ -247,6 +264,8 @@
     state.dir = sort[1] === "desc" ? -1 : 1;
     FIELDS.forEach(function (k) { selects[k].value = state[k]; });
     text.value = state.q;
+    cell = CELL ? CELL.parse(location.hash) : null;
+    showCell();
     drawMfilters();
   }
 
