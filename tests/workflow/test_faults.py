@@ -114,3 +114,27 @@ def test_in_self_play_a_worker_error_names_the_side_and_the_tick(tmp_path, capsy
     assert main(["record", "--config", config, "--root", str(tmp_path), "--id", cid, "--no-progress"]) == 3
     err = capsys.readouterr().err
     assert "agent left (side a, tick 6): worker error while stepping: RuntimeError: boom" in err, err
+
+
+def test_a_deleted_judge_batch_is_regenerated_even_when_measures_tsv_is_newer(tmp_path):
+    """Snakemake leaves a missing intermediate file missing while everything downstream is newer,
+    so a judge batch comes back only if the workflow asks for it itself: every batch must be an
+    input of `rule all`, not only of measures.tsv (checked on the plan's DAG, one planning run)."""
+    import re
+    import shutil
+
+    from conftest import REPO
+
+    write_suite(tmp_path)
+    shutil.copytree(REPO / "config" / "judge", tmp_path / "config" / "judge")
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(scripted_config()))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([TEST_PATH, os.environ.get("PYTHONPATH", "")])}
+    dag = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "--directory",
+                          str(tmp_path), "--configfile", str(tmp_path / "config.yaml"), "--cores", "1", "--dag"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert dag.returncode == 0, dag.stderr[-2000:]
+    labels = dict(re.findall(r'^\s*(\d+)\[label = "([^"\\]+)', dag.stdout, re.M))
+    edges = set(re.findall(r"^\s*(\d+) -> (\d+)", dag.stdout, re.M))
+    [all_node] = [n for n, label in labels.items() if label == "all"]
+    judges = [n for n, label in labels.items() if label == "judge"]
+    assert judges and all((n, all_node) in edges for n in judges)

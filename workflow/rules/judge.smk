@@ -35,3 +35,9 @@ rule judge:
     shell:
         "dyafdb judge {params.cfg} --judge {wildcards.judge} --archetype {wildcards.archetype}"
         " --question {wildcards.question} --out {output} > {log} 2>&1"
+
+
+# Final targets too, not only inputs of measures.tsv: Snakemake leaves a missing intermediate file
+# missing while everything downstream of it is newer, so a deleted batch (read on its own by the
+# viewer) would never come back. A few dozen files; the plan does not notice them.
+FINAL_TARGETS.extend(JUDGE_OUTPUTS)
