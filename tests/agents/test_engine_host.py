@@ -211,3 +211,17 @@ def test_a_failing_model_step_fails_every_hosted_session():
             batcher.open(session("late", "a"))
     finally:
         batcher.stop()
+
+
+def test_after_an_engine_died_jobs_fall_back_to_their_own_workers(sockdir, monkeypatch):
+    proc = start_host(sockdir / "quiet.sock", "null", "quiet")
+    proc.kill()
+    proc.wait()
+    proc.stderr.read()
+    assert (sockdir / "quiet.sock").exists()  # SIGKILL leaves the socket file behind
+    monkeypatch.setenv("DYAFDB_ENGINES", str(sockdir))
+    with AgentPool({"bridge": {"in_process": False}, "models": {"quiet": {"adapter": "null"}}}) as pool:
+        agent = pool.get("quiet", 0)
+        assert not isinstance(agent, EngineAgent)
+        result = run_bridge({"a": agent, "b": pool.get("quiet", 1)}, {s: session("rerun", s) for s in "ab"}, 3, 0, "a")
+        assert result.ticks == 3

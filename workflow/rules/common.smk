@@ -158,3 +158,26 @@ def record_resource(key, default, combine=sum):
         return combine(values)
 
     return get
+
+
+def start_local_engines():
+    """A local run starts one engine per model with an `engine` section that its planned record jobs
+    use, all at once, before the first job; record jobs then join them (dyafdb.agents.engine.launch).
+    Cluster runs keep per-job workers."""
+    if not workflow.local_exec:
+        return
+    from dyafdb.agents.engine.launch import LOCAL_ENGINES
+
+    rows = [CONVERSATIONS[j.wildcards.conversation] for j in workflow.dag.needrun_jobs() if j.rule.name == "record"]
+    started = LOCAL_ENGINES.start(config, {m for r in rows for m in (r.model_a, r.model_b)},
+                                  log_dir=Path(RESULTS) / "logs" / "engines")
+    if started:
+        import sys
+
+        print(f"engines up for {', '.join(started)}", file=sys.stderr)
+
+
+def stop_local_engines():
+    from dyafdb.agents.engine.launch import LOCAL_ENGINES
+
+    LOCAL_ENGINES.stop()

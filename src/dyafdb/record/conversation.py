@@ -18,19 +18,6 @@ from dyafdb.record.recording import write_recording
 from dyafdb.suite.scenarios import Scenario, find_scenario
 
 
-ENGINES_ENV = "DYAFDB_ENGINES"
-
-
-def engine_socket(model: str) -> Path | None:
-    """The socket of the engine hosting ``model``, if the job was given an engine folder
-    (``DYAFDB_ENGINES``) and that model's engine is up in it (``<folder>/<model>.sock``)."""
-    folder = os.environ.get(ENGINES_ENV)
-    if not folder:
-        return None
-    path = Path(folder) / f"{model}.sock"
-    return path if path.exists() else None
-
-
 class AgentPool:
     """Two agent slots per model (self-play needs two instances), built once and reused.
 
@@ -87,10 +74,10 @@ class AgentPool:
 
             return make_agent(spec["adapter"], params, model)
         worker = spec.get("worker") or {}
+        from dyafdb.agents.engine.client import EngineAgent, engine_socket
+
         engine = engine_socket(model)
         if engine is not None:  # an engine already hosts this model: join it instead of loading a copy
-            from dyafdb.agents.engine.client import EngineAgent
-
             return EngineAgent(model, engine, step_timeout_s=worker.get("step_timeout_s", 60),
                                connect_timeout_s=worker.get("startup_timeout_s", 600))
         from dyafdb.agents.remote import RemoteAgent

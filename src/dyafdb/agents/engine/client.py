@@ -9,6 +9,7 @@ past the step timeout or drops the session raises :class:`AgentError`, which fai
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from pathlib import Path
@@ -17,6 +18,30 @@ import numpy as np
 
 from dyafdb.agents import wire
 from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
+
+
+ENGINES_ENV = "DYAFDB_ENGINES"
+
+
+def engine_socket(model: str) -> Path | None:
+    """The socket of the engine hosting ``model``, if the job was given an engine folder
+    (``DYAFDB_ENGINES``, set by whoever started the engines) and that model's engine listens in it."""
+    folder = os.environ.get(ENGINES_ENV)
+    if not folder:
+        return None
+    path = Path(folder) / f"{model}.sock"
+    if not path.exists():
+        return None
+    # A killed engine leaves its socket file behind: nobody listens, so the job falls back to its
+    # own workers (a conversation that failed with the engine reruns that way).
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    return path
 
 
 class EngineAgent:

@@ -108,6 +108,7 @@ class EngineHost:
                         if handle is not None:
                             self.batcher.close(handle)
                         handle, info = self.batcher.open(Session.from_json(json.loads(payload)))
+                        info.extra = {**info.extra, "engine_pid": os.getpid()}
                         wire.write_all(fd, wire.encode_json(wire.OPENED, info.to_json()))
                     elif kind == wire.STEP:
                         if len(payload) != wire.AUDIO_BYTES or handle is None:
