@@ -283,3 +283,20 @@ def test_clean_text():
     assert clean_text("<|fim_prefix|>") is None and clean_text("\n") is None
     assert clean_text(" there<|im_end|>") == " there" and clean_text("\n Nice") == " Nice"
     assert clean_text("<|audio_output_backchannel|> yeah") == " yeah"
+
+
+def test_demo_session_starts_at_the_first_tick_so_a_slow_partner_open_cannot_expire_it(tmp_path):
+    agent, record = raon(tmp_path, "demo", "--idle-timeout", "0.5", "--cleanup-interval", "0.1")
+    session = Session(conversation_id="c", side="a", prompt=ROLE, speaker_name="Blake", seed=1, is_opener=True, window_ticks=5)
+    try:
+        agent.open(session)
+        time.sleep(1.2)  # the partner loads its prompt (PersonaPlex: seconds) before the clock starts
+        for _ in range(3):
+            agent.step(np.zeros(1920, np.float32))
+        time.sleep(1.2)  # a partner step longer than the demo's idle timeout ends the session upstream
+        with pytest.raises(AgentError, match="internal_error.*idle_timeout_seconds"):
+            agent.step(np.zeros(1920, np.float32))
+    finally:
+        agent.close()
+        agent.gateway.stop()
+    assert [e["tick"] for e in events(record, "idle_timeout")] == [3]

@@ -46,7 +46,10 @@ devyoongu/Raon-Speech @ afec411 (the upstream repository is not public in the st
   payload is not checked; a client PING gets an empty PONG; client CLOSE just ends the session (no
   CLOSE back); an unsupported frame kind -> ERROR + CLOSE ``invalid_client_frame``.
 * ``worker/actor.py`` ``feed_and_decode`` + ``worker/session.py`` ``RaonWorkerSession.step``: per
-  decoded frame SEQ_DELTA (when tokens were added), TEXT (filtered delta), AUDIO; a recoverable
+  decoded frame SEQ_DELTA (when tokens were added), TEXT (filtered delta), AUDIO. The actor's cleanup
+  loop (``start_cleanup_loop``, every 5 s) closes a session that has had no AUDIO for
+  ``idle_timeout_seconds`` (15 s, not a query parameter; the session starts idle at READY); the next
+  AUDIO then gets CLOSE ``internal_error`` (``feed_and_decode``: session gone). A recoverable
   decode error yields a silent AUDIO frame, then ERROR only on the first of a streak; after the
   third in a row the next call returns ERROR ``session closed: internal_error`` + CLOSE instead of
   audio. The demo writes no per-session artifacts.
@@ -392,7 +395,7 @@ class Gateway:
         self.active_ws += 1
         await ws.send(READY)
         model = ScriptModel(self.args, speak_first)
-        state = {"closed": False, "last_pong": time.monotonic()}
+        state = {"closed": False, "last_pong": time.monotonic(), "last_audio": time.monotonic(), "expired": False}
         consecutive = 0
         close_requested = False
 
@@ -411,7 +414,15 @@ class Gateway:
                     await ws.close()
                     return
 
+        async def cleanup() -> None:  # worker/actor.py start_cleanup_loop + engine.cleanup_idle_sessions
+            while not state["closed"]:
+                await asyncio.sleep(self.args.cleanup_interval)
+                if not state["expired"] and time.monotonic() - state["last_audio"] > self.args.idle_timeout:
+                    state["expired"] = True
+                    self.log(event="idle_timeout", tick=model.frames)
+
         pinger = asyncio.create_task(keepalive())
+        cleaner = asyncio.create_task(cleanup())
         try:
             while not state["closed"]:
                 message = await ws.recv()
@@ -433,6 +444,10 @@ class Gateway:
                     await ws.send(ERROR, f"unsupported frame kind: {kind}".encode())
                     await ws.send(CLOSE, b"invalid_client_frame")
                     break
+                if state["expired"]:  # feed_and_decode: the session is gone
+                    await ws.send(CLOSE, b"internal_error")
+                    break
+                state["last_audio"] = time.monotonic()
                 if close_requested:  # engine.run_step with a pending close: no audio for this frame
                     await ws.send(ERROR, b"session closed: internal_error")
                     await ws.send(CLOSE, b"internal_error")
@@ -463,6 +478,7 @@ class Gateway:
         finally:
             state["closed"] = True
             pinger.cancel()
+            cleaner.cancel()
             self.active_ws -= 1
             await ws.close()
 
@@ -515,6 +531,8 @@ async def main() -> None:
                         help="frames whose decode step fails recoverably, e.g. 4,5")
     parser.add_argument("--ping-interval", type=float, default=30.0, help="demo keepalive (GatewayConfig: 30 s)")
     parser.add_argument("--ping-timeout", type=float, default=15.0, help="demo keepalive (GatewayConfig: 15 s)")
+    parser.add_argument("--idle-timeout", type=float, default=15.0, help="demo SessionConfig.idle_timeout_seconds")
+    parser.add_argument("--cleanup-interval", type=float, default=5.0, help="demo actor cleanup loop period")
     parser.add_argument("--startup-delay", type=float, default=0.0)
     # accepted so the adapter's launch commands can be run against the stand-in unchanged
     parser.add_argument("--result-root", default=None)

@@ -288,6 +288,7 @@ class RaonAgent:
         self._errors: list[tuple[int, str]] = []
         self._error_count = 0
         self._finish: dict[str, Any] | None = None
+        self._pending_uri: str | None = None
         self.tick = 0
 
     # -- the gateway -----------------------------------------------------------------------------
@@ -419,25 +420,16 @@ class RaonAgent:
     def _voice(self) -> str:
         if self.speaker_mode == "none":
             return "none (speaker_mode none: no speaker conditioning)"
-        if self.speaker_audio:
-            return Path(self.speaker_audio).name
+        if self.speaker_audio and (self.variant == "realtime" or self.gateway is not None):
+            return Path(self.speaker_audio).name  # demo: only a worker this adapter started was given it
         if self.variant == "demo":
             return ("gateway worker's default speaker (DEFAULT_SPEAKER_AUDIO_PATH of the running worker, unknown "
                     "to the adapter; a 1 s silence embedding when unset)")
         return "none (no speaker_audio: the realtime gateway runs without speaker conditioning)"
 
-    def open(self, session: Session) -> AgentInfo:
+    def _connect(self, uri: str) -> None:
         from websockets.sync.client import connect
 
-        self.close()
-        self.tick = 0
-        self._audio_out = np.zeros(0, dtype=np.float32)
-        self._inbox = queue.Queue()
-        self._errors, self._error_count, self._finish = [], 0, None
-        asked = self.speak_first_for_opener and session.is_opener
-        speak_first = asked and self.spec["honours_speak_first"]
-        prompt = string.Template(self.prompt_template).safe_substitute(prompt=session.prompt.strip())
-        uri = self._start_session(session, prompt, asked)
         try:
             # __enter__ gives the connection on every websockets version (17 wants connect() as a context manager)
             self.ws = connect(uri, max_size=None, open_timeout=self.step_timeout_s, compression=None,
@@ -447,6 +439,23 @@ class RaonAgent:
         self._reader = threading.Thread(target=self._read_loop, args=(self.ws,), daemon=True, name="raon-reader")
         self._reader.start()
         self._expect_ready(float(self.params.get("session_timeout_s", 120)))
+
+    def open(self, session: Session) -> AgentInfo:
+        self.close()
+        self.tick = 0
+        self._audio_out = np.zeros(0, dtype=np.float32)
+        self._inbox = queue.Queue()
+        self._errors, self._error_count, self._finish = [], 0, None
+        asked = self.speak_first_for_opener and session.is_opener
+        speak_first = asked and self.spec["honours_speak_first"]
+        prompt = string.Template(self.prompt_template).safe_substitute(prompt=session.prompt.strip())
+        uri = self._start_session(session, prompt, asked)
+        if self.variant == "demo":
+            # The demo's worker closes a session after 15 s without audio (idle_timeout_seconds, counted
+            # from READY): connect at the first tick, not while the partner is still opening its session.
+            self._pending_uri = uri
+        else:
+            self._connect(uri)
         extra: dict[str, Any] = {
             "variant": self.variant, "session_id": self._session_id, "speak_first": speak_first,
             "speaker_mode": self.speaker_mode, "seed": "none: the gateway has no seed parameter",
@@ -503,8 +512,10 @@ class RaonAgent:
             if kind == "bad":
                 raise AgentError(f"Raon gateway broke the frame protocol while {doing}: {payload}")
             if kind == CLOSE:
+                hint = ("; the demo gateway also closes a session that got no audio for 15 s (idle_timeout_seconds), "
+                        "e.g. while a slow partner stepped") if self.variant == "demo" and not self._errors else ""
                 raise AgentError(f"Raon gateway closed the session while {doing}: "
-                                 f"{payload.decode(errors='replace') or 'no reason'}{self._error_summary()}")
+                                 f"{payload.decode(errors='replace') or 'no reason'}{self._error_summary()}{hint}")
             if kind not in KIND_NAMES:
                 raise AgentError(f"Raon gateway sent an unknown frame kind {kind} while {doing}")
             return kind, payload
@@ -517,6 +528,9 @@ class RaonAgent:
                 return
 
     def step(self, heard: np.ndarray) -> Frame:
+        if self.ws is None and self._pending_uri:
+            uri, self._pending_uri = self._pending_uri, None
+            self._connect(uri)
         if self.ws is None:
             raise AgentError("Raon: step() before open()")
         doing = f"stepping tick {self.tick}"
@@ -560,8 +574,9 @@ class RaonAgent:
     def close(self) -> dict[str, Any] | None:
         """End the session; returns the recoverable errors and, for realtime, what the gateway applied."""
         ws, self.ws = self.ws, None
+        pending, self._pending_uri = self._pending_uri, None
         if ws is None and self._session_id is None:
-            return None
+            return None if pending is None else {"recoverable_errors": 0, "gateway_errors": []}
         if ws is not None:
             self._drain_errors()
             try:
