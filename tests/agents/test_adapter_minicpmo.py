@@ -88,7 +88,7 @@ def test_chunks_fifo_backpressure_and_text(ref_wav, ckpt):
     assert model.prepared["suffix"] == "<|audio_end|><|im_end|>"
     assert model.prepared["prompt_wav_path"] == str(ref_wav)
     assert len(model.prepared["ref_audio"]) == 16000  # the 1 s 24 kHz reference, resampled to 16 kHz
-    assert all(kw == {"prompt_wav_path": str(ref_wav), **{k: DEFAULT_SAMPLING[k] for k in (
+    assert all(kw == {"prompt_wav_path": None, **{k: DEFAULT_SAMPLING[k] for k in (  # as the demo: voice set at prepare
         "decode_mode", "temperature", "top_k", "top_p", "length_penalty", "max_new_speak_tokens_per_chunk")}}
         for kw in model.generate_kwargs)
 

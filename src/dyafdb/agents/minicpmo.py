@@ -393,7 +393,10 @@ class MiniCPMOAgent:
         if not (pre or {}).get("success", False):
             raise AgentError(f"MiniCPM-o refused chunk {chunk.index} ({len(chunk.samples)} samples, ticks "
                              f"{chunk.first_tick}-{chunk.last_tick}): {(pre or {}).get('reason', 'no reason given')}")
-        result = self.model.streaming_generate(prompt_wav_path=str(self.ref_audio_path), **self.sampling)
+        # The demo's DuplexView.generate passes no prompt_wav_path (the voice cache is set at prepare);
+        # the model card's example passes it on every call.
+        wav = None if self.code == "demo" else str(self.ref_audio_path)
+        result = self.model.streaming_generate(prompt_wav_path=wav, **self.sampling)
         finalize = getattr(self.model, "finalize_unit", None)
         if callable(finalize):
             finalize()
