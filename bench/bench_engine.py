@@ -2,6 +2,7 @@
 
     python bench/bench_engine.py                          # CPU, scaled tiny model, batch 1,2,4,8,16
     python bench/bench_engine.py --device cuda --size full --dtype bfloat16 --batch 1,8,16,32 --modes eager,graph
+    python bench/bench_engine.py --group 16               # model loads per conversation, engine vs per-job workers
 
 A tick is one batched step of the engine (``dyafdb.agents.moshi.engine.BatchedMoshi``): Mimi
 encode of every session's heard frame, one LM step with the depformer, Mimi decode, per-session
@@ -98,6 +99,66 @@ def time_batch(lm, mimi, batch: int, args: argparse.Namespace) -> dict:
     return row
 
 
+def group_loads(n: int, ticks: int = 10) -> dict:
+    """Model loads for ``n`` self-play conversations run as record jobs at once (each job its own
+    AgentPool, as ``dyafdb record`` builds it): through one Moshi engine (tiny checkpoint), and with
+    per-job workers (null workers: a worker start is one model load in a real run)."""
+    import tempfile
+    import threading
+
+    import moshi_tiny
+
+    from dyafdb.agents.base import Session
+    from dyafdb.agents.engine.client import EngineAgent
+    from dyafdb.agents.engine.launch import Engines
+    from dyafdb.record.bridge import run_bridge
+    from dyafdb.record.conversation import AgentPool
+
+    def run_jobs(config: dict, model: str) -> list[dict]:
+        infos: list[dict] = []
+
+        def job(i: int) -> None:
+            with AgentPool(config) as pool:
+                agents = dict(zip("ab", pool.get_all([(model, 0), (model, 1)])))
+                sessions = {s: Session(conversation_id=f"c{i}", side=s, prompt="", speaker_name=s, seed=i * 2 + k,
+                                       is_opener=s == "a", window_ticks=ticks) for k, s in enumerate("ab")}
+                run_bridge(agents, sessions, ticks, 0, "a")
+                infos.extend(a.worker_info for a in agents.values())
+
+        threads = [threading.Thread(target=job, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return infos
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt = moshi_tiny.write_moshi_checkpoint(Path(tmp) / "tiny")
+        engine_cfg = {"bridge": {"in_process": False}, "models": {"moshi": {
+            "adapter": "moshi", "params": {"checkpoint_dir": str(ckpt), "device": "cpu", "dtype": "float32"},
+            "engine": {"sessions": 2 * n, "max_wait_ms": 50}, "worker": {"env": {"OMP_NUM_THREADS": "1"}}}}}
+        engines = Engines()
+        t0 = time.perf_counter()
+        socks = engines.start(engine_cfg, ["moshi"])
+        try:
+            infos = run_jobs(engine_cfg, "moshi")
+            final = EngineAgent("moshi", socks["moshi"]).worker_info
+        finally:
+            engines.stop()
+        engine_s = time.perf_counter() - t0
+    os.environ.pop("DYAFDB_ENGINES", None)
+    t0 = time.perf_counter()
+    worker_infos = run_jobs({"bridge": {"in_process": False}, "models": {"null": {"adapter": "null"}}}, "null")
+    return {"group": n, "ticks": ticks,
+            "engine": {"engine_processes": len({i["pid"] for i in infos}), "model_loads": final["model_loads"],
+                       "loads_per_conversation": round(final["model_loads"] / n, 4),
+                       "sessions": final["sessions_opened"], "largest_batch": final["largest_batch"],
+                       "wall_s": round(engine_s, 1)},
+            "workers": {"worker_starts": len({i["pid"] for i in worker_infos}),
+                        "loads_per_conversation": round(len({i["pid"] for i in worker_infos}) / n, 4),
+                        "wall_s": round(time.perf_counter() - t0, 1)}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu")
@@ -114,7 +175,12 @@ def main() -> None:
                         help="GPU: comma-separated eager,graph (moshi's CUDA graphs on or off, same loaded model)")
     parser.add_argument("--summary", action="store_true",
                         help="end with one JSON line: ms per tick per mode and batch, largest batch under 80 ms")
+    parser.add_argument("--group", type=int, default=0,
+                        help="instead: model loads for this many conversations run as record jobs at once")
     args = parser.parse_args()
+    if args.group:
+        print(json.dumps(group_loads(args.group)), flush=True)
+        return
 
     import torch
 
