@@ -155,22 +155,24 @@ def write_recording(rec: Recording, directory: Path) -> None:
         shutil.rmtree(staged, ignore_errors=True)
 
 
-def is_complete(directory: Path) -> bool:
-    meta = Path(directory) / "meta.json"
-    if not meta.exists():
-        return False
+def _complete_meta(directory: Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads(meta.read_text(encoding="utf-8"))
-        return isinstance(doc, dict) and doc.get("complete") is True
-    except (ValueError, OSError):  # JSON and UTF-8 errors are ValueErrors
-        return False
+        doc = json.loads((Path(directory) / "meta.json").read_text(encoding="utf-8"))
+    except (ValueError, OSError):  # missing; JSON and UTF-8 errors are ValueErrors
+        return None
+    return doc if isinstance(doc, dict) and doc.get("complete") is True else None
+
+
+def is_complete(directory: Path) -> bool:
+    return _complete_meta(directory) is not None
 
 
 def read_meta(directory: Path) -> dict[str, Any]:
-    path = Path(directory) / "meta.json"
-    if not is_complete(directory):
-        raise InputError(f"{path}: recording is missing or incomplete; record it again (`dyafdb record`)")
-    return json.loads(path.read_text(encoding="utf-8"))
+    meta = _complete_meta(directory)
+    if meta is None:
+        raise InputError(f"{Path(directory) / 'meta.json'}: recording is missing or incomplete; record it again "
+                         "(`dyafdb record`)")
+    return meta
 
 
 def _read_audio(path: Path) -> np.ndarray:
