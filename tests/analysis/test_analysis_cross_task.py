@@ -114,3 +114,21 @@ def test_figure_6_draws_the_balance_table_as_it_is():
         role = r["side_a"] if r["row"] == "as_side_a" else r["side_b"]
         assert points[f"{r['model']} as {role}"] == pytest.approx(r["value"])
     assert points["x as defender"] == pytest.approx(0.5)  # y leaked once in two against x
+
+
+def test_table_9_reads_the_same_t3_2_success_as_the_other_tables():
+    from dyafdb.analysis.tables import TABLE9, table9
+
+    convs = [conv("s1", "T3-2", "x", "y", a={"asked": 1, "agreement": 1, "occupancy": 0.5}),
+             conv("s2", "T3-2", "x", "y", a={"asked": 1, "agreement": 0, "occupancy": 0.5}),
+             conv("s3", "T3-2", "x", "z", a={"asked": 0, "agreement": 0, "occupancy": 0.5}),
+             conv("s4", "T3-2", "x", "z", a={"asked": 1, "agreement": ("", "invalid"), "occupancy": 0.5})]
+    s = settings()
+    runs = build_runs(frame(*convs), s)
+    column = next(col for col, task, _ in TABLE9 if task == "T3-2")
+    assert column == "T3-2 agreement"  # named as action x success and the game balance name it
+    t9 = table9(runs, None, s, {}).set_index("model")
+    acts = action_success_table(runs, s).set_index(["task", "model", "partner"])
+    side_a = balance_table(runs, s).set_index(["game", "row", "model"])
+    assert t9.loc["x", column] == pytest.approx(acts.loc[("T3-2", "x", "avg"), "success_rate"])
+    assert t9.loc["x", column] == pytest.approx(side_a.loc[("T3-2", "as_side_a", "x"), "value"]) == pytest.approx(0.25)

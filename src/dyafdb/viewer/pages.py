@@ -15,7 +15,7 @@ import json
 from html import escape
 from typing import Any, Mapping, Sequence
 
-from dyafdb.viewer.summary import MECHANICAL_ORDER, fmt, show
+from dyafdb.viewer.summary import MECHANICAL_ORDER, fmt, show, withheld
 
 ASSET_FILES = ("viewer.css", "player.js", "cellfilter.js", "index.js", "annotate.js")
 
@@ -213,8 +213,12 @@ def _verdict(r: Mapping[str, Any], speakers: Mapping[str, str]) -> str:
     seat = r.get("seat")
     who = f"side {seat} · Speaker {speakers[seat]}" if seat else "the pair"
     status = "" if r.get("valid", True) else ' <span class="chip bad">invalid</span>'
+    failed = r.get("checks") or []
+    if failed:  # the answer failed a judge check: its values are withheld and the reason shown
+        status += "".join(f' <span class="chip bad">{h(withheld(c))}</span>' for c in failed)
     derived = ", ".join(
-        f'{x["measure"]}{"" if seat else " (" + x["side"] + ")"} = {show(x["measure"], x.get("value"), x.get("label"))}'
+        f'{x["measure"]}{"" if seat else " (" + x["side"] + ")"} = '
+        f'{"withheld" if x.get("check") else show(x["measure"], x.get("value"), x.get("label"))}'
         for x in r.get("rows", []))
     replies = r.get("replies") or []
     raw = "".join(f'<div class="reply"><div class="reply-n">reply {i + 1}{" (after the reminder)" if i else ""}</div>'
@@ -222,8 +226,10 @@ def _verdict(r: Mapping[str, Any], speakers: Mapping[str, str]) -> str:
     cost = "cached" if r.get("cached") else f'{r.get("input_tokens", 0)} in / {r.get("output_tokens", 0)} out tokens'
     summary = f'raw repl{"y" if len(replies) == 1 else "ies"} ({len(replies)}) · {h(cost)}'
     return (f'<div class="verdict"><div class="v-head"><span class="q">{h(r.get("question"))}</span>'
-            f'<span class="who">{h(who)}</span><span class="label">{h(r.get("label"))}</span>{status}{_fields(r)}</div>'
-            f'<div class="v-rows">{h(derived)}</div><details><summary>{summary}</summary>{raw}</details></div>')
+            f'<span class="who">{h(who)}</span><span class="label">{h("withheld" if failed else r.get("label"))}</span>'
+            f'{status}{"" if failed else _fields(r)}</div>'
+            f'<div class="v-rows">{h(derived)}</div><details><summary>{summary}'
+            f'{" · the answer failed a check" if failed else ""}</summary>{raw}</details></div>')
 
 
 def judges_card(judges: Sequence[str], records: Sequence[Mapping[str, Any]], speakers: Mapping[str, str]) -> str:

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from dyafdb.suite.design import Conversation
 from dyafdb.fileio import read_json
+from dyafdb.judge.checks import check_conversation
 from dyafdb.judge.rubric import judge_plan
 from dyafdb.judge.runner import judge_output_path
 from dyafdb.judge.settings import judge_settings
@@ -34,7 +35,8 @@ class Sources:
     transcript: dict[str, Any] | None
     measures: dict[str, Any] | None
     garble: dict[str, Any] | None
-    judged: list[dict[str, Any]] = field(default_factory=list)  # judge records, in judge order
+    judged: list[dict[str, Any]] = field(default_factory=list)  # judge records, in judge order, checked
+    # (dyafdb.judge.checks: a row that failed a check carries "check", its record "checks")
 
     @property
     def speakers(self) -> dict[str, str]:
@@ -88,11 +90,14 @@ def load_sources(config: Mapping[str, Any], root: Path, row: Conversation, scena
     segments = read_segments(paths.segments)[0] if paths.segments.exists() else None
     garble_path = paths.recording / "garble.json"
     garble = _optional_json(garble_path, "garble report")
+    # the judge checks, as where the answers become measures: a value that failed one is withheld
+    text = paths.transcript_txt.read_text(encoding="utf-8") if paths.transcript_txt.exists() else ""
+    checked = check_conversation(judged.get(row.conversation_id, []), scenarios[row.scenario].answer_key, text)
     return Sources(
         row=row, recording_dir=paths.recording, meta=read_meta(paths.recording), scenario=scenarios[row.scenario],
         segments=segments,
         transcript=_optional_json(paths.transcript_json, "transcript"),
         measures=_optional_json(paths.measures, "measures file"),
         garble=garble,
-        judged=list(judged.get(row.conversation_id, [])),
+        judged=checked,
     )

@@ -42,6 +42,11 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def withheld(reason: str) -> str:
+    """What the viewer shows instead of a judge's answer that failed a check."""
+    return f"withheld: {reason}"
+
+
 def measure_key(measure: str, side: str, judge: str = "") -> str:
     return f"{measure}|{side}|{judge}"
 
@@ -57,6 +62,10 @@ def measure_values(src: Sources) -> tuple[dict[str, Any], dict[str, str]]:
     for rec in src.judged:
         for row in rec.get("rows", []):
             key = measure_key(row["measure"], row["side"], rec["judge"])
+            if row.get("check"):  # failed a judge check: withheld, with the reason
+                values[key] = None
+                labels[key] = withheld(row["check"])
+                continue
             value = row.get("value")
             values[key] = None if row["measure"] in LABEL_ONLY else value
             if row.get("label"):
