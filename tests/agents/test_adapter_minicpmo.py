@@ -8,7 +8,6 @@ with is_listen true, finalize_unit before the next prefill, length_penalty) and 
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path

@@ -287,7 +287,6 @@ class RaonAgent:
         self._audio_out = np.zeros(0, dtype=np.float32)
         self._errors: list[tuple[int, str]] = []
         self._error_count = 0
-        self._finish: dict[str, Any] | None = None
         self._pending_uri: str | None = None
         self.tick = 0
 
@@ -445,7 +444,7 @@ class RaonAgent:
         self.tick = 0
         self._audio_out = np.zeros(0, dtype=np.float32)
         self._inbox = queue.Queue()
-        self._errors, self._error_count, self._finish = [], 0, None
+        self._errors, self._error_count = [], 0
         asked = self.speak_first_for_opener and session.is_opener
         speak_first = asked and self.spec["honours_speak_first"]
         prompt = string.Template(self.prompt_template).safe_substitute(prompt=session.prompt.strip())
