@@ -66,7 +66,13 @@ def _record_jobs(plan: str) -> dict[str, dict[str, str]]:
 
 def test_dry_run_plans_only_the_new_pairings_with_both_models_gpus(tmp_path):
     pytest.importorskip("snakemake")
-    from test_resume import snakemake
+    import importlib.util
+
+    # the Snakemake runner of the workflow tests (tests/workflow/test_resume.py, not a package)
+    spec = importlib.util.spec_from_file_location("test_resume", Path(__file__).parents[1] / "workflow" / "test_resume.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    snakemake = runner.snakemake
 
     write_suite(tmp_path, archetypes=["T1-1"])
     three, four = configs(tmp_path, 1, archetypes=["T1-1"], repetitions=1)

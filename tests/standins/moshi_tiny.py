@@ -1,5 +1,10 @@
 """Tiny randomly initialised Mimi + Moshi LM built from moshi's own classes and configs.
 
+Upstream: kyutai-labs/moshi @ e6a55d2 (``moshi==0.2.13`` from PyPI, the package the tests import):
+``moshi/models/loaders.py`` ``get_mimi`` / ``get_moshi_lm`` / ``CheckpointInfo`` and its module-level
+``_mimi_config`` / ``_lm_kwargs`` (what a repository without config.json, like moshiko, gets), and
+``moshi/models/lm.py`` ``LMGen``. Nothing here reimplements them; only sizes shrink.
+
 Same architecture family as the real checkpoints (Mimi at 24 kHz / 12.5 Hz, 1,920-sample frames,
 a temporal transformer plus depformer over 1 text + 16 audio streams), shrunk to a few hundred
 thousand parameters so a frame costs milliseconds on a CPU. Nothing is downloaded.
