@@ -37,3 +37,11 @@ def test_an_answer_that_passed_is_shown_as_it_was():
     [rec] = check_records([rec], KEY, "A: 900.\nB: 700 then.\nA: fine, 700.\n")
     values, labels = measure_values(SimpleNamespace(measures=None, judged=[rec]))
     assert labels["agreed_price|a|main"] == "700"
+
+
+def test_the_viewer_prints_numbers_as_the_report_does():
+    from dyafdb.analysis.numbers import fmt as report_fmt
+    from dyafdb.viewer.summary import fmt
+
+    for value in (0.5123, 0.0, 12.4, 3.0, -0.25, 0.999):
+        assert fmt(value) == report_fmt(value)

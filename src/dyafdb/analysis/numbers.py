@@ -25,8 +25,7 @@ def fmt(value, digits: int = 2) -> str:
     v = float(value)
     if math.isnan(v):
         return MISSING
-    if round(v, digits) == 0:
-        v = 0.0  # no "-.00"
+    v = round(v, digits) + 0.0  # rounded first, so .999 prints as 1; + 0.0 turns -0.0 into 0.0 (no "-.00")
     if abs(v) < 1 and digits:
         text = f"{v:.{digits}f}"
         return text.replace("0.", ".", 1) if v >= 0 else text.replace("-0.", "-.", 1)

@@ -191,10 +191,27 @@ def measures_card(measures: Mapping[str, Any] | None, speakers: Mapping[str, str
     leak = measures.get("leak") or {}
     extra = ""
     if leak.get("leaked"):
-        extra = (f'<p class="note">Leak: the defender’s text channel says “{h(leak.get("matched"))}” '
-                 f'at {fmt(leak.get("time_s"))} s.</p>')
+        extra = (f'<p class="note">Leak: the defender says “{h(leak.get("matched"))}” '
+                 f'in its line at {fmt(leak.get("time_s"))} s.</p>')
+    extra += heard_html(measures.get("health"), speakers)
     return (f'<section class="card measures"><h2>Mechanical measures</h2><table class="kv"><thead><tr><th></th>{head}'
             f'</tr></thead><tbody>{rows}</tbody></table>{extra}</section>')
+
+
+def heard_html(health: Mapping[str, Any] | None, speakers: Mapping[str, str]) -> str:
+    """What Whisper heard on each side (the speech-text agreement compares it with the text channel)."""
+    detail = (health or {}).get("detail") or {}
+    items = []
+    for s in "ab":
+        heard = (detail.get(s) or {}).get("transcript")
+        if heard and heard.get("source") != "none":
+            source = "the garble watcher's transcript" if heard.get("source") == "garble" else "Whisper on its speech"
+            items.append(f'<li class="spk-{speakers[s]}">side {s} · Speaker {speakers[s]} ({h(source)}): '
+                         f'“{h(heard.get("asr") or "")}”</li>')
+    if not items:
+        return ""
+    return ('<details class="heard"><summary>What the audio says (speech-text agreement)</summary><ul>'
+            + "".join(items) + "</ul></details>")
 
 
 def _fields(rec: Mapping[str, Any]) -> str:

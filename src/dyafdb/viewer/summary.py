@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from dyafdb.analysis.numbers import fmt as report_fmt
+from dyafdb.score.health import MEASURES as HEALTH_MEASURES
 from dyafdb.viewer.media import Media
 from dyafdb.viewer.model import model_label
 from dyafdb.viewer.sources import Sources
@@ -23,22 +25,23 @@ HEADLINE: dict[str, list[tuple[str, str, bool]]] = {
 }
 # Counts and denominators the page shows but the index does not offer as filters.
 MECHANICAL_ORDER = ("occupancy", "turns", "speech_s", "exclusive_s", "overlap_s", "tor_pause", "tor_pause_n",
-                    "tor_end", "tor_end_n", "backchannel", "barge_in", "barge_in_n", "leak", "time_to_leak_s")
+                    "tor_end", "tor_end_n", "backchannel", "barge_in", "barge_in_n", "leak", "time_to_leak_s",
+                    *HEALTH_MEASURES)
 # Judge measures whose value is not a number: their label is what to show and filter on.
 LABEL_ONLY = {"final_choice", "landed_option", "landed_line"}
 # Shown by their label (the judge's words) rather than the number derived from it.
 SHOW_LABEL = LABEL_ONLY | {"role_adherence", "agreed_price", "role_entry_s", "role_deviation_s"}
 # 1/0 measures, shown as yes/no.
-BOOLEAN = {"won", "solved", "leak", "asked", "agreement", "decided", "deal", "in_role", "garble_failure"}
+BOOLEAN = {"won", "solved", "leak", "asked", "agreement", "decided", "deal", "in_role", "garble_failure",
+           "text_mismatch", "echo_flag"}
 
 
 def fmt(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
+    """The report's one number format (.51, 12.40 -> 12.4, 3), so a value reads the same in both."""
     if isinstance(value, float):
-        return f"{value:.2f}" if abs(value) < 1000 else f"{value:.0f}"
+        return report_fmt(value) if abs(value) < 1000 else f"{value:.0f}"
+    if value is None or isinstance(value, bool):
+        return report_fmt(value)
     return str(value)
 
 

@@ -57,7 +57,13 @@
     if (BOOLEAN[measure] && (value === 0 || value === 1)) return value ? "yes" : "no";
     if (label && (LABEL_MEASURES[measure] || value === null || value === undefined)) return label;
     if (value === null || value === undefined) return "–";
-    if (typeof value === "number") return Math.abs(value) < 1000 ? (Math.round(value * 100) / 100).toString() : value.toFixed(0);
+    // the report's number format (analysis.numbers.fmt): .51 for values below one, 12.4, 3
+    if (typeof value === "number") {
+      if (Math.abs(value) >= 1000) return value.toFixed(0);
+      var r = Math.round(value * 100) / 100;
+      if (Math.abs(r) < 1) return r.toFixed(2).replace(/^(-?)0\./, "$1.").replace(/^-\.00$/, ".00");
+      return r === Math.round(r) ? String(r) : r.toFixed(2);
+    }
     return String(value);
   }
 
