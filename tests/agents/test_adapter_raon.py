@@ -300,3 +300,23 @@ def test_demo_session_starts_at_the_first_tick_so_a_slow_partner_open_cannot_exp
         agent.close()
         agent.gateway.stop()
     assert [e["tick"] for e in events(record, "idle_timeout")] == [3]
+
+
+def test_gateway_checkout_is_pinned_and_its_commit_recorded(tmp_path):
+    checkout = tmp_path / "Raon-SpeechChat-Demo"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / ".git" / "HEAD").write_text("d" * 40 + "\n")
+    params = {"variant": "demo", "gateway": {"command": ["x"], "cwd": str(checkout), "unchecked": True}}
+    with pytest.raises(InputError, match="checked against krafton-ai/Raon-SpeechChat-Demo @ 5b3bc6f"):
+        raon_module.gateway_code(params, "raon")
+    assert raon_module.gateway_code({**params, "allow_other_code": True}, "raon")["gateway_commit"] == "d" * 40
+    (checkout / ".git" / "HEAD").write_text(raon_module.UPSTREAM["demo"][1] + "\n")
+    gparams, _ = gateway_params(tmp_path, "demo")
+    gparams["gateway"]["cwd"] = str(checkout)
+    agent = RaonAgent(gparams, "raon")
+    try:
+        result = run(agent, 3)
+    finally:
+        agent.gateway.stop()
+    extra = result.agent_info["a"]["extra"]
+    assert extra["gateway_commit"] == raon_module.UPSTREAM["demo"][1] and extra["gateway_repo"] == "krafton-ai/Raon-SpeechChat-Demo"

@@ -72,7 +72,7 @@ import numpy as np
 
 from dyafdb import __version__
 from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
-from dyafdb.agents.checkpoints import expand
+from dyafdb.agents.checkpoints import checkpoint_revision, expand, git_head
 from dyafdb.clock import FRAME_SAMPLES
 from dyafdb.errors import InputError
 from dyafdb.agents.registry import adapter
@@ -222,7 +222,27 @@ class GatewayProcess:
             self._log.close()
 
 
-UPSTREAM = {"demo": ("krafton-ai/Raon-SpeechChat-Demo", "5b3bc6f"), "realtime": ("krafton-ai/Raon-Speech", "afec411 (read in devyoongu/Raon-Speech)")}
+UPSTREAM = {"demo": ("krafton-ai/Raon-SpeechChat-Demo", "5b3bc6fa6694ef1b6478013df34eedf72c1c59b3"),
+            # upstream is not public in the store; its history up to this merge is in devyoongu/Raon-Speech
+            "realtime": ("krafton-ai/Raon-Speech", "afec41185e27653aa905d4ad28a7b8497681275e")}
+
+
+def gateway_code(params: dict[str, Any], model: str) -> dict[str, Any]:
+    """The gateway checkout's commit against the one the adapter was checked against (``gateway.cwd``)."""
+    variant = str(params.get("variant", DEFAULT_VARIANT))
+    repo, pinned = UPSTREAM[variant]
+    spec = params.get("gateway") or {}
+    info: dict[str, Any] = {"gateway_repo": repo, "gateway_commit_checked": pinned}
+    if not spec.get("cwd"):
+        info["gateway_commit"] = "unknown (no gateway.cwd)"
+        return info
+    head = git_head(expand(spec["cwd"]))
+    info["gateway_commit"] = head or "unknown (not a git checkout)"
+    if head and head != pinned and not params.get("allow_other_code", False):
+        raise InputError(f"model {model}: the gateway checkout {expand(spec['cwd'])} is at {head[:7]}, but the adapter was "
+                         f"checked against {repo} @ {pinned[:7]}; `git -C {expand(spec['cwd'])} checkout {pinned[:7]}`, "
+                         "or set params.allow_other_code: true to run it anyway")
+    return info
 
 
 @adapter("raon")
@@ -244,7 +264,7 @@ class RaonAgent:
         if spec.get("cwd") and not expand(spec["cwd"]).is_dir():
             repo, commit = UPSTREAM.get(variant, ("?", "?"))
             problems.append(f"model {model}: the gateway's checkout {expand(spec['cwd'])} (params.gateway.cwd) does not exist; "
-                            f"`git clone https://github.com/{repo} {expand(spec['cwd'])}` at {commit}")
+                            f"`git clone https://github.com/{repo} {expand(spec['cwd'])}` and check out {commit[:7]}")
         if params.get("speaker_audio") and not expand(params["speaker_audio"]).is_file():
             problems.append(f"models.{model}.params.speaker_audio: {expand(params['speaker_audio'])} does not exist "
                             "(the demo ships data/raon.wav)")
@@ -273,6 +293,9 @@ class RaonAgent:
                              "pinned speaker) or 'none'; the gateways treat 'recorded' as 'default'")
         self.speak_first_for_opener = bool(params.get("speak_first_for_opener", True))
         check_gateway_command(params, model_name)
+        self.code_info = gateway_code(params, model_name)
+        if params.get("checkpoint_dir"):
+            self.code_info["checkpoint_revision"] = checkpoint_revision(expand(params["checkpoint_dir"])) or "unknown"
         self.speaker_audio = str(expand(params["speaker_audio"])) if params.get("speaker_audio") else None
         # the realtime gateway writes ~20 MB of artifacts per session: into a scratch folder we delete
         self.result_root = Path(tempfile.mkdtemp(prefix=f"raon-results-{model_name}-"))
@@ -458,7 +481,7 @@ class RaonAgent:
         extra: dict[str, Any] = {
             "variant": self.variant, "session_id": self._session_id, "speak_first": speak_first,
             "speaker_mode": self.speaker_mode, "seed": "none: the gateway has no seed parameter",
-            "prompt_template": self.prompt_template}
+            "prompt_template": self.prompt_template, **self.code_info}
         if asked and not speak_first:
             extra["speak_first_ignored"] = ("requested for the opener, but Raon-Speech demo/realtime's LocalRealtimeSession "
                                             "does not pass speak_first to the model: it listens first")

@@ -35,7 +35,7 @@ import numpy as np
 
 from dyafdb import __version__
 from dyafdb.agents.base import AgentInfo, Frame, Session
-from dyafdb.agents.checkpoints import expand, force_offline_hub, resolve_checkpoint, resolve_file
+from dyafdb.agents.checkpoints import checkpoint_revision, expand, force_offline_hub, resolve_checkpoint, resolve_file
 from dyafdb.agents.moshi.stack import MoshiFrameLoop, MoshiModels, sampling_params, seed_everything, torch_device, torch_dtype
 from dyafdb.errors import InputError
 from dyafdb.agents.registry import adapter
@@ -113,7 +113,8 @@ class PersonaPlexAgent:
         lm.eval()
         lm_gen = self.make_lm_gen(LMGen, lm, mimi, device)
         tokenizer = sentencepiece.SentencePieceProcessor(str(folder / TOKENIZER_NAME))
-        return MoshiModels(mimi=mimi, lm_gen=lm_gen, tokenizer=tokenizer, device=device, extra={"checkpoint": str(folder)})
+        extra = {"checkpoint": str(folder), "checkpoint_revision": checkpoint_revision(folder) or "unknown"}
+        return MoshiModels(mimi=mimi, lm_gen=lm_gen, tokenizer=tokenizer, device=device, extra=extra)
 
     def make_lm_gen(self, lmgen_cls: Any, lm: Any, mimi: Any, device: Any) -> Any:
         """The fork's LMGen as its server builds it; sample_rate must be Mimi's (the default 32 kHz is wrong)."""
