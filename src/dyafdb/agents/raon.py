@@ -265,6 +265,11 @@ class RaonAgent:
             repo, commit = UPSTREAM.get(variant, ("?", "?"))
             problems.append(f"model {model}: the gateway's checkout {expand(spec['cwd'])} (params.gateway.cwd) does not exist; "
                             f"`git clone https://github.com/{repo} {expand(spec['cwd'])}` and check out {commit[:7]}")
+        elif spec.get("cwd"):
+            try:
+                gateway_code(params, model)
+            except InputError as exc:
+                problems.append(str(exc))
         if params.get("speaker_audio") and not expand(params["speaker_audio"]).is_file():
             problems.append(f"models.{model}.params.speaker_audio: {expand(params['speaker_audio'])} does not exist "
                             "(the demo ships data/raon.wav)")
