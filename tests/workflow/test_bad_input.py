@@ -185,6 +185,14 @@ def test_a_broken_variance_table_is_named(tmp_path, capsys, content, says):
     assert str(path) in err and says in err and "Traceback" not in err
 
 
+def test_a_ragged_per_run_table_is_named(tmp_path, capsys):
+    path = tmp_path / "runs.tsv"
+    path.write_bytes(b"conversation_id\tmodel\nc1\tm1\textra\n")
+    assert main(["analyze", "variance", "--runs", str(path), "--out", str(tmp_path / "v.tsv")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: per-run table has a row with the wrong number of fields" in err and "Traceback" not in err
+
+
 def test_an_empty_measures_table_is_named(tmp_path, capsys):
     path = tmp_path / "measures.tsv"
     path.write_bytes(b"")

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dyafdb.analysis import columns as C
+from dyafdb.analysis.io import read_delimited
 from dyafdb.analysis.runs import CONVERSATION_LEVEL, build_runs, at_window
 from dyafdb.analysis.settings import Settings
 from dyafdb.analysis.tables import score_matrix
@@ -129,7 +130,8 @@ def read_human_labels(path: Path, key: Path | None = None) -> pd.DataFrame:
     """
     if not path.exists():
         raise InputError(f"{path}: human labels file not found; set analysis.human_labels to the CSV the annotation page exports, or remove it")
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame = read_delimited(path, "human labels file", "export it again from the annotation page", sep=",",
+                           dtype=str, keep_default_na=False)
     frame.columns = [c.strip().lower() for c in frame.columns]
     if "conversation_id" not in frame.columns and "item" in frame.columns:
         from dyafdb.analysis.annotation_key import token_map

@@ -17,7 +17,11 @@ def read_delimited(path: Path | str, what: str, fix: str, sep: str = "\t", **opt
     """``pd.read_csv`` that names the file, the problem and the fix instead of raising a traceback:
     an empty file (no header), a row with more fields than the header, bytes that are not UTF-8."""
     try:
-        return pd.read_csv(path, sep=sep, **options)
+        frame = pd.read_csv(path, sep=sep, **options)
+        if "index_col" not in options and not isinstance(frame.index, pd.RangeIndex):
+            # pandas reads a first row with one field too many as an unnamed index column, shifting every value
+            raise pd.errors.ParserError(f"Expected {len(frame.columns)} fields in line 2, saw {len(frame.columns) + 1}")
+        return frame
     except pd.errors.EmptyDataError:
         raise InputError(f"{path}: {what} is empty (not even a header row); {fix}") from None
     except pd.errors.ParserError as exc:

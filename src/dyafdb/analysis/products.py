@@ -15,7 +15,7 @@ import yaml
 
 from dyafdb.analysis import columns as C
 from dyafdb.analysis import render
-from dyafdb.analysis.io import normalise_measures, read_measures, write_tsv
+from dyafdb.analysis.io import normalise_measures, read_delimited, read_measures, write_tsv
 from dyafdb.fileio import write_text_atomic
 from dyafdb.analysis.runs import at_window, build_runs, main_window, resolve_judges
 from dyafdb.analysis.settings import Settings
@@ -64,7 +64,8 @@ def read_runs(paths: Path | list[Path]) -> pd.DataFrame:
     for path in paths:
         if not Path(path).exists():
             raise InputError(f"{path}: per-run table not found; run `dyafdb analyze runs` (the analysis_runs rule) first")
-        frames.append(pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False))
+        frames.append(read_delimited(path, "per-run table", "run `dyafdb analyze runs` (the analysis_runs rule) again",
+                                     dtype=str, keep_default_na=False))
     runs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     numeric = [c for c in runs.columns if c not in RUN_STRINGS and c not in (C.OPENER, "pinned")]
     for c in numeric:
