@@ -121,6 +121,10 @@ def test_an_id_that_climbs_out_of_the_results_folder_is_refused_everywhere(tmp_p
         assert main([*command, *cfg, "--id", "../../x"]) == 2, command
         err = capsys.readouterr().err
         assert "--id = '../../x' is not a conversation id" in err and "Traceback" not in err, (command, err)
+    # the judge takes no id; its names are looked up in the config and the archetype list
+    for option in ("--archetype", "--judge"):
+        assert main(["judge", *cfg, option, "../../x"]) == 2
+        assert "../../x" in capsys.readouterr().err
     assert not list(tmp_path.glob("x.*")) and sorted(p.name for p in tmp_path.iterdir()) == [
         "config.yaml", "scenarios", "x"]
 
