@@ -16,11 +16,10 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import conftest
-from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session, silence
+from dyafdb.agents.base import AgentError, Session, silence
 from dyafdb.agents.engine.batcher import TickBatcher
 from dyafdb.agents.engine.client import EngineAgent
 from dyafdb.agents.engine.models import NullEngine

@@ -30,7 +30,7 @@ slots, and the engine gives them silence, as the single-session loop does when `
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -104,14 +104,6 @@ class _Slot:
     generator: Any
     skip_first_frame: bool
     frames: int = 0
-    tag: Any = None
-
-
-@dataclass
-class TickStats:
-    ticks: int = 0
-    stepped: int = 0  # session-frames stepped, summed over ticks
-    batch_sizes: list[int] = field(default_factory=list)
 
 
 class BatchedMoshi:
@@ -145,7 +137,6 @@ class BatchedMoshi:
         self._sampler = _RowNoiseSampler(self._text_noise, self._audio_noise)
         self._input_cpu = np.zeros((capacity, 1, FRAME_SAMPLES), dtype=np.float32)
         self._input = torch.zeros(capacity, 1, FRAME_SAMPLES, device=self.device)
-        self.stats = TickStats()
 
     def close(self) -> None:
         for stack in self._streams:
@@ -158,7 +149,7 @@ class BatchedMoshi:
     def free_slots(self) -> int:
         return self.capacity - len(self._slots)
 
-    def join(self, seed: int, skip_first_frame: bool = False, tag: Any = None) -> int:
+    def join(self, seed: int, skip_first_frame: bool = False) -> int:
         """Take a free slot for a new session and reset that slot's streaming state only."""
         import torch
 
@@ -172,14 +163,11 @@ class BatchedMoshi:
         mask[slot] = True
         self.mimi.reset_streaming(mask)
         self.lm_gen.reset_streaming(mask)
-        self._slots[slot] = _Slot(seed=int(seed), generator=generator, skip_first_frame=skip_first_frame, tag=tag)
+        self._slots[slot] = _Slot(seed=int(seed), generator=generator, skip_first_frame=skip_first_frame)
         return slot
 
     def leave(self, slot: int) -> None:
         self._slots.pop(slot, None)
-
-    def sessions(self) -> dict[int, Any]:
-        return {slot: s.tag for slot, s in self._slots.items()}
 
     # -- one tick ---------------------------------------------------------------------------------
     def _draw_noise(self, slots: list[int]) -> None:
@@ -247,9 +235,6 @@ class BatchedMoshi:
                 continue
             piece = text_piece(self.tokenizer, int(tokens_cpu[slot]))
             out[slot] = Frame(np.ascontiguousarray(pcm_cpu[slot], dtype=np.float32), [piece] if piece else [])
-        self.stats.ticks += 1
-        self.stats.stepped += len(slots)
-        self.stats.batch_sizes.append(len(slots))
         self.last_tokens = {slot: all_tokens[slot].copy() for slot in slots}
         return out
 
