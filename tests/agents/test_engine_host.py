@@ -224,3 +224,18 @@ def test_after_an_engine_died_jobs_fall_back_to_their_own_workers(sockdir, monke
         assert not isinstance(agent, EngineAgent)
         result = run_bridge({"a": agent, "b": pool.get("quiet", 1)}, {s: session("rerun", s) for s in "ab"}, 3, 0, "a")
         assert result.ticks == 3
+
+
+def test_engine_settings_are_checked_and_commands_derived():
+    from dyafdb.agents.engine.launch import engine_models, host_command
+    from dyafdb.errors import InputError
+
+    config = {"models": {"m": {"adapter": "moshi", "engine": {}}, "w": {"adapter": "moshi"},
+                         "c": {"adapter": "cascade", "engine": {"sessions": 4}}}}
+    assert engine_models(config, ["m", "w"]) == ["m"]
+    with pytest.raises(InputError, match=r"models\.c\.engine is set but adapter 'cascade' has no engine"):
+        engine_models(config, ["m", "c"])
+    conda = ["conda", "run", "-n", "moshi", "python", "-m", "dyafdb.agents.worker"]
+    assert host_command({"worker": {"command": conda}})[-1] == "dyafdb.agents.engine.host"
+    with pytest.raises(AgentError, match="cannot derive an engine command"):
+        host_command({"worker": {"command": ["my-server", "--port", "1"]}})

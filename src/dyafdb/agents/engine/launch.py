@@ -26,14 +26,21 @@ from typing import Any, Iterable
 from dyafdb.agents.base import AgentError
 from dyafdb.agents.engine.client import ENGINES_ENV
 from dyafdb.agents.engine.models import ENGINES
+from dyafdb.errors import InputError
 
 WORKER_MODULE, HOST_MODULE = "dyafdb.agents.worker", "dyafdb.agents.engine.host"
 
 
 def engine_models(config: dict[str, Any], models: Iterable[str]) -> list[str]:
-    """Those of ``models`` that are configured for an engine and have one."""
-    return sorted(m for m in set(models)
-                  if (config["models"][m].get("engine") is not None) and config["models"][m]["adapter"] in ENGINES)
+    """Those of ``models`` that are configured for an engine; an engine section on an adapter
+    without one is an error rather than a silent fallback to per-job workers."""
+    wanted = sorted(m for m in set(models) if config["models"][m].get("engine") is not None)
+    for model in wanted:
+        adapter = config["models"][model]["adapter"]
+        if adapter not in ENGINES and ":" not in adapter:
+            raise InputError(f"config: models.{model}.engine is set but adapter {adapter!r} has no engine "
+                             f"(engines exist for {', '.join(sorted(ENGINES))}); remove models.{model}.engine")
+    return wanted
 
 
 def host_command(spec: dict[str, Any]) -> list[str]:
