@@ -9,7 +9,8 @@ import pytest
 from dyafdb.clock import FRAME_SAMPLES, FRAME_SECONDS
 from dyafdb.errors import InputError
 from dyafdb.record.recording import Recording, Token
-from dyafdb.score.health import MEASURES, HealthParams, measure_health
+from dyafdb.score.health import MEASURES
+from dyafdb.score.health.measure import HealthParams, measure_health
 from dyafdb.score.health.agreement import garble_transcript, side_agreement, speech_only
 from dyafdb.score.health.dnsmos import WINDOW, dnsmos, window_starts
 from dyafdb.score.health.echo import echo
@@ -248,3 +249,19 @@ def test_a_health_or_whisper_setting_change_rescores(tmp_path):
     assert settings({"health": {"echo_threshold": 0.9}}) != base
     assert settings({"garble": {"model": "/elsewhere"}}) != base
     assert settings({"garble": {"first_threshold": 0.5}}) == base  # re-records the marked models, not a rescore
+
+
+def test_whisper_decodes_once_greedily_without_temperature_fallback():
+    from dyafdb.record.garble import GarbleSettings, WhisperTranscriber
+    from dyafdb.score.health.agreement import transcribe_once
+
+    class Model:
+        def transcribe(self, audio, **kw):
+            self.kw = kw
+            return iter([type("S", (), {"text": " hello "})(), type("S", (), {"text": "world"})()]), None
+
+    w = WhisperTranscriber.__new__(WhisperTranscriber)
+    w.settings, w.model = GarbleSettings(), Model()
+    assert transcribe_once(w, np.zeros(2400, np.float32)) == "hello world"
+    assert w.model.kw["temperature"] == 0.0 and w.model.kw["without_timestamps"] is True
+    assert transcribe_once(CountingASR("other"), np.zeros(10, np.float32)) == "other"  # any other transcriber

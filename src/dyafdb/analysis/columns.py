@@ -6,6 +6,7 @@ the analysis reads from it is defined here, so a rename upstream is one edit bel
 
 from __future__ import annotations
 
+from dyafdb.score.health import METRICS as _HEALTH_METRICS
 from dyafdb.score.turntaking import METRICS as _TT_METRICS
 
 _TT_NAMES = tuple(m.name for m in _TT_METRICS)
@@ -84,6 +85,10 @@ JUDGE_LABEL_MEASURES = (
 )
 TURN_TAKING = _TT_NAMES
 TURN_TAKING_LABELS = {m.name: m.label for m in _TT_METRICS}
+# audio health (mechanical, every side): declared once in dyafdb.score.health.METRICS
+HEALTH = tuple(m.name for m in _HEALTH_METRICS)
+HEALTH_LABELS = {m.name: m.label for m in _HEALTH_METRICS}
+HEALTH_SCALES = {m.name: m.scale for m in _HEALTH_METRICS}
 
 # --- archetypes -----------------------------------------------------------------------------------
 MAIN_TASKS = ("T1-1", "T1-2", "T2", "T3-1", "T3-2", "T4-1", "T4-2")

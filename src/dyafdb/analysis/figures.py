@@ -87,12 +87,13 @@ def _empty(message: str):
 
 
 def variance_figure(table: pd.DataFrame, settings: Settings):
-    """Figure 2: eta2 terms of the turn-taking metrics (left) and the task scores (right)."""
+    """Figure 2: eta2 terms of the turn-taking metrics, the audio-health measures and the task scores."""
     _style()
     t = table[table["variant"] == "all"]
     if t.empty:
         return _empty("no variance decomposition (no runs)")
-    kinds = [k for k in ("turn_taking", "task_score") if k in set(t["kind"])]
+    kinds = [k for k in ("turn_taking", "health", "task_score") if k in set(t["kind"])]
+    labels = {**C.TURN_TAKING_LABELS, **C.HEALTH_LABELS}
     fig, axes = plt.subplots(1, len(kinds), figsize=(5.2 * len(kinds), 3.4), squeeze=False)
     for ax, kind in zip(axes[0], kinds):
         sub = t[t["kind"] == kind]
@@ -104,16 +105,16 @@ def variance_figure(table: pd.DataFrame, settings: Settings):
             x = np.arange(len(measures)) + (j - (len(terms) - 1) / 2) * width
             ax.bar(x, s["eta2"], width, yerr=s["sd"].fillna(0), label=TERM_LABELS[term], color=TERM_COLORS[term],
                    capsize=1.5, error_kw={"lw": 0.6})
-        names = [C.TURN_TAKING_LABELS.get(m, m) + ("*" if sub[(sub["measure"] == m) & (sub["flag"].fillna("") != "")].shape[0] else "")
+        names = [labels.get(m, m) + ("*" if sub[(sub["measure"] == m) & (sub["flag"].fillna("") != "")].shape[0] else "")
                  for m in measures]
         ax.set_xticks(np.arange(len(measures)), names, rotation=30, ha="right")
         ax.set_ylim(0, 1)
         ax.set_ylabel("η²")
-        ax.set_title("turn-taking metrics" if kind == "turn_taking" else "task scores")
+        ax.set_title({"turn_taking": "turn-taking metrics", "health": "audio health"}.get(kind, "task scores"))
         ax.legend(fontsize=7, ncol=len(terms), frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.06))
     flagged = t[t["flag"].fillna("") != ""].drop_duplicates(["measure", "flag"])
     for _, r in flagged.iterrows():
-        add_note(fig, f"{C.TURN_TAKING_LABELS.get(r['measure'], r['measure'])}*: {r['flag']}")
+        add_note(fig, f"{labels.get(r['measure'], r['measure'])}*: {r['flag']}")
     if len(flagged):
         fig.text(0.01, -0.02, "* see the notes: " + "; ".join(sorted(set(flagged["flag"]))), fontsize=6, wrap=True)
     fig.tight_layout()
@@ -360,7 +361,8 @@ def draw(name: str, paths: list[Path], tables: list[pd.DataFrame], settings: Set
         mats = []
         for path, table in zip(paths, tables):
             key = Path(path).stem.split("_", 1)[-1]
-            title = C.TASK_TITLES.get(key) or C.TURN_TAKING_LABELS.get(key) or Path(path).stem.replace("_", " ")
+            title = (C.TASK_TITLES.get(key) or C.TURN_TAKING_LABELS.get(key) or C.HEALTH_LABELS.get(key)
+                     or Path(path).stem.replace("_", " "))
             mats.append(Matrix.from_frame(table, name=Path(path).stem, title=title))
         return matrices_figure(mats, settings)
     if name == "timing":

@@ -113,6 +113,31 @@ def turntaking_product(runs: pd.DataFrame, settings: Settings, metric: str, out:
     return m
 
 
+def health_product(runs: pd.DataFrame, settings: Settings, metric: str, out: Path, html: Path | None) -> Matrix:
+    """One audio-health measure per pairing (every archetype; dyafdb.analysis.health)."""
+    from dyafdb.analysis.health import health_matrix
+
+    m = health_matrix(_main(runs, settings), metric, settings)
+    write_tsv(m.to_frame(), out)
+    if html:
+        write_text_atomic(html, render.matrix_html(m, settings, show_n=False, index=_viewer_from(html, settings)))
+    return m
+
+
+def health_models_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
+    """Every audio-health measure per model, averaged over its pairings."""
+    from dyafdb.analysis.health import health_models, health_models_wide
+
+    table = health_models(_main(runs, settings), settings)
+    write_tsv(table, out)
+    if html:
+        write_text_atomic(html, render.frame_html(
+            health_models_wide(table, settings), "Audio health per model (mean over its pairings)", settings,
+            note="each partner weighs the same, each archetype too; the per-pairing matrices and the variance "
+                 "table (kind health) say whether the partner changes it; TSV: also as-partner and self-play values"))
+    return table
+
+
 def variance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
     from dyafdb.analysis.variance import variance_table
 

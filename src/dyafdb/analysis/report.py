@@ -99,6 +99,7 @@ TITLES = {
     "turntaking_matrices": "Turn-taking matrices", "fig2_variance": "Figure 2: who decides each measure",
     "fig3_timing": "Figure 3: role entry and deviation", "fig4_action_success": "Figure 4: success depends on action",
     "fig5_windows": "Figure 5: conversation time window", "fig6_balance": "Figure 6: game balance",
+    "health_models": "Audio health per model", "health_matrices": "Audio-health matrices",
 }
 
 
@@ -112,6 +113,8 @@ def _title(stem: str) -> str:
         return C.TASK_TITLES[key]
     if kind == "turntaking" and key in C.TURN_TAKING_LABELS:
         return f"Turn-taking: {C.TURN_TAKING_LABELS[key]}"
+    if kind == "health" and key in C.HEALTH_LABELS:
+        return f"Audio health: {C.HEALTH_LABELS[key]}"
     return stem.replace("_", " ")
 
 

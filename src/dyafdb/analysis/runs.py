@@ -39,7 +39,7 @@ META = [C.CONVERSATION, C.SUITE, C.ARCHETYPE, C.SCENARIO, C.WINDOW, C.SIDE, C.MO
 INDICATORS = [
     "score", "decided", "asked", "success", "entered", "entry_s", "exited", "exit_s", "adherence_label",
     "leak", "leak_time_s", "delivered", "garbled", "pinned",
-    *C.TURN_TAKING, C.TURNS, C.OCCUPANCY,
+    *C.TURN_TAKING, C.TURNS, C.OCCUPANCY, *C.HEALTH,
 ]
 
 
@@ -261,7 +261,7 @@ def build_runs(measures: pd.DataFrame, settings: Settings | None = None, judge: 
     out["delivered"] = _num(_col(wide, C.DELIVERED)).where(t2)
     out["garbled"] = garbled
     out["pinned"] = pinned.astype(bool)
-    for col in (*C.TURN_TAKING, C.TURNS, C.OCCUPANCY):
+    for col in (*C.TURN_TAKING, C.TURNS, C.OCCUPANCY, *C.HEALTH):
         out[col] = _num(_col(wide, col))
     out = out.rename(columns={C.ARCHETYPE: "archetype"})
     return out

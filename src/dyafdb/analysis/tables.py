@@ -187,8 +187,10 @@ def score_matrix(runs: pd.DataFrame, task: str, settings: Settings) -> Matrix:
 
 
 def turn_taking_matrix(runs: pd.DataFrame, metric: str, settings: Settings,
-                       tasks: tuple[str, ...] = C.MAIN_TASKS) -> Matrix:
-    """A turn-taking metric per pairing, the tasks averaged with equal weight (section 3.2)."""
+                       tasks: tuple[str, ...] = C.MAIN_TASKS, label: str | None = None,
+                       no_case: str = "its denominator was 0 everywhere") -> Matrix:
+    """A turn-taking metric per pairing, the tasks averaged with equal weight (section 3.2); also any
+    other per-side mechanical measure (the audio-health matrices), given its ``label``."""
     in_tasks = runs[runs["task"].isin(tasks)]
     use = in_tasks[in_tasks[metric].notna()]
     models = _order(in_tasks, settings)  # a metric that never occurred still gets its (empty) cells
@@ -197,12 +199,12 @@ def turn_taking_matrix(runs: pd.DataFrame, metric: str, settings: Settings,
     n = use.groupby([C.MODEL, C.PARTNER]).size()
     values = cells.unstack(C.PARTNER).reindex(index=models, columns=models) if len(cells) else pd.DataFrame(index=models, columns=models, dtype=float)
     counts = n.unstack(C.PARTNER).reindex(index=models, columns=models).fillna(0).astype(int) if len(n) else pd.DataFrame(0, index=models, columns=models)
-    label = C.TURN_TAKING_LABELS.get(metric, metric)
+    label = label or C.TURN_TAKING_LABELS.get(metric, metric)
     why = ""
     if in_tasks.empty:
         why = "no runs of the main tasks in this config: nothing to show"
     elif use.empty:
-        why = f"no {label} case in any of the {len(in_tasks)} conversation sides (its denominator was 0 everywhere)"
+        why = f"no {label} case in any of the {len(in_tasks)} conversation sides ({no_case})"
     elif (value := why_constant(values.astype(float))) is not None:
         from dyafdb.analysis.numbers import fmt
 

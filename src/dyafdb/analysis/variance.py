@@ -251,7 +251,7 @@ def variance_table(runs: pd.DataFrame, settings: Settings, tasks: tuple[str, ...
                    score_tasks: tuple[str, ...] | None = None) -> pd.DataFrame:
     """Every decomposition of Appendix C as one long table.
 
-    Rows: measure, kind (turn_taking | task_score), variant (all | cross_play), term, eta2, sd, cells,
+    Rows: measure, kind (turn_taking | health | task_score), variant (all | cross_play), term, eta2, sd, cells,
     complete (closed form) and flag (pinned T3-1 self-play cells).
     """
     rng = np.random.default_rng(settings.seed)
@@ -273,6 +273,13 @@ def variance_table(runs: pd.DataFrame, settings: Settings, tasks: tuple[str, ...
                 continue
             point, sds, grid, why = _decompose_runs(sub, metric, ["task", C.MODEL, C.PARTNER], settings.bootstrap, rng, True)
             add(metric, "turn_taking", variant, point, sds, grid, why)
+    # Audio health is measured in every archetype, so every archetype of the runs enters.
+    for metric in (m for m in C.HEALTH if m in runs):
+        for variant, sub in (("all", runs), ("cross_play", runs[runs["play"] == "cross"])):
+            if sub[metric].notna().sum() == 0:
+                continue
+            point, sds, grid, why = _decompose_runs(sub, metric, ["task", C.MODEL, C.PARTNER], settings.bootstrap, rng, True)
+            add(metric, "health", variant, point, sds, grid, why)
     for task in score_tasks:
         task_runs = runs[runs["task"] == task]
         for variant, sub in (("all", task_runs), ("cross_play", task_runs[task_runs["play"] == "cross"])):

@@ -15,7 +15,7 @@ from dyafdb.errors import InputError
 NAME = "analyze"
 HELP = "compute one analysis table (runs, matrix, turntaking, variance, timing, ...) from measures.tsv"
 
-PRODUCTS = ("runs", "matrix", "turntaking", "variance", "timing", "action-success", "windows", "balance", "agreement",
+PRODUCTS = ("runs", "matrix", "turntaking", "health", "health-models", "variance", "timing", "action-success", "windows", "balance", "agreement",
             "profiles", "rating", "versions")
 
 
@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="the product's TSV")
     parser.add_argument("--html", type=Path, help="also render the table as HTML here")
     parser.add_argument("--task", help="archetype of a score matrix (matrix)")
-    parser.add_argument("--metric", help="turn-taking metric (turntaking): tor_pause, tor_end, backchannel, barge_in")
+    parser.add_argument("--metric", help="turn-taking metric (turntaking): tor_pause, tor_end, backchannel, barge_in; "
+                        "audio-health measure (health): dnsmos_ovrl, text_wer, echo, no_response, ...")
     parser.add_argument("--curves", type=Path, help="timing: the curves TSV")
     parser.add_argument("--effects", type=Path, help="rating: the additive-effects TSV")
     parser.add_argument("--human", type=Path, help="agreement: human labels CSV (overrides analysis.human_labels)")
@@ -73,6 +74,11 @@ def run(args: argparse.Namespace) -> int:
     elif product == "turntaking":
         _need(args, "metric")
         P.turntaking_product(runs, settings, args.metric, args.out, args.html)
+    elif product == "health":
+        _need(args, "metric")
+        P.health_product(runs, settings, args.metric, args.out, args.html)
+    elif product == "health-models":
+        P.health_models_product(runs, settings, args.out, args.html)
     elif product == "variance":
         P.variance_product(runs, settings, args.out, args.html)
     elif product == "timing":

@@ -13,8 +13,9 @@ Which rows exist:
 
 * mechanical, every side of every conversation: tor_pause, tor_pause_n, tor_end, tor_end_n,
   backchannel, barge_in, barge_in_n, turns, speech_s, exclusive_s, overlap_s, occupancy
-  (:mod:`dyafdb.score.turntaking`, :mod:`dyafdb.score.tasks`); T4-2 adds leak and time_to_leak_s on the
-  attacker's row;
+  (:mod:`dyafdb.score.turntaking`, :mod:`dyafdb.score.tasks`), and the audio health measures
+  (:data:`dyafdb.score.health.MEASURES`: DNSMOS, speech-text agreement, echo, no-response); T4-2 adds
+  leak and time_to_leak_s on the attacker's row;
 * judged: the rows of :mod:`dyafdb.judge.rubric`, once per judge;
 * ``garble_failure`` (1/0) on each side whose model the garble watcher checks.
 

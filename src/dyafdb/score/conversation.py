@@ -21,7 +21,7 @@ import yaml
 from dyafdb.fileio import read_json, write_json_atomic, write_text_atomic
 from dyafdb.score.check import check_recording
 from dyafdb.score.tasks import find_leak, occupancy
-from dyafdb.score.health import HealthParams, measure_health
+from dyafdb.score.health.measure import HealthParams, measure_health
 from dyafdb.record.garble import read_garble
 from dyafdb.record.recording import Recording, read_recording
 from dyafdb.suite.scenarios import find_scenario

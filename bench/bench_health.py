@@ -1,0 +1,158 @@
+"""Added scoring time of the audio health measures (dyafdb.score.health) per conversation.
+
+Builds conversations of real speech (the packaged Piper voice; the two sides take turns with
+0.5-1 s gaps, each side's words as its text tokens), then times, in process on one thread, what
+the score job adds to the mechanical scoring: DNSMOS on each side's speech, Whisper tiny.en on each
+side's speech (and its model load, once per job), echo and no-response. Two shapes: a 60 s
+conversation (about 27 s of speech per side) and a demo conversation (20 s). Also times one
+``dyafdb score`` process on the 60 s conversation, health included, against the same process with
+``health.asr: false``.
+
+    python bench/bench_health.py [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from dyafdb.clock import FRAME_SAMPLES, FRAME_SECONDS, SAMPLE_RATE
+from dyafdb.record.recording import Recording, Token, write_recording
+import _testpath  # noqa: F401 (puts tests/helpers on the path)
+from scoring_fixtures import piper_speech
+from synthetic_suite import write_suite
+
+LINES = ["The quick brown fox jumps over the lazy dog near the river bank before sunrise",
+         "I think we should meet at the library tomorrow afternoon to finish the plan",
+         "That sounds fine to me but could we make it a little later in the day",
+         "Sure, let us say four o'clock at the main entrance next to the coffee shop",
+         "Do you remember which of the three rooms on the second floor we booked last time",
+         "It was the small one with the broken window, so maybe ask for another room",
+         "Good idea, I will call the front desk and check what they have available",
+         "Thanks, and please bring the printed notes because my laptop battery is dying",
+         "No problem, I still have the folder with the drawings from our first meeting",
+         "Perfect, then we can compare both versions and decide on the final layout"]
+DEMO_CONVERSATIONS = 72  # the demo's conversations (10-20 s windows)
+CORES = 2
+
+
+def conversation(seconds: float, rng: np.random.Generator) -> Recording:
+    ticks = int(round(seconds / FRAME_SECONDS))
+    audio = np.zeros((2, ticks * FRAME_SAMPLES), dtype=np.float32)
+    tokens: list[Token] = []
+    t, side, i = 2, 0, 0
+    while True:
+        line = LINES[i % len(LINES)]
+        speech = piper_speech(line)
+        n = len(speech) // FRAME_SAMPLES
+        if t + n >= ticks:
+            break
+        audio[side, t * FRAME_SAMPLES:t * FRAME_SAMPLES + len(speech)] = speech
+        words = line.split()
+        tokens += [Token("ab"[side], t + (j * n) // len(words), " " + w) for j, w in enumerate(words)]
+        t += n + int(rng.integers(6, 13))
+        side, i = 1 - side, i + 1
+    return Recording(audio, sorted(tokens, key=lambda x: x.tick), {"ticks": ticks})
+
+
+CPU: dict[str, float] = {}
+
+
+def timed(fn, repeats: int, name: str = "") -> tuple[float, object]:
+    """Median wall seconds of ``fn`` (and its median CPU seconds in CPU[name]: the machine may be shared)."""
+    times, cpu, out = [], [], None
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    CPU[name] = statistics.median(cpu)
+    return statistics.median(times), out
+
+
+def components(rec: Recording, repeats: int) -> dict[str, float]:
+    from dyafdb.score.health.measure import HealthParams, measure_health
+    from dyafdb.record.garble import load_transcriber
+    from dyafdb.score.health.agreement import load_whisper, speech_only, transcribe_once
+    from dyafdb.score.health.dnsmos import dnsmos
+    from dyafdb.polyphase import resample
+    from dyafdb.score.turntaking import measure_conversation
+    from dyafdb.score.vad import VadParams, detect_stereo
+
+    segments = detect_stereo(rec.audio, VadParams())
+    turn_ends = {s: v.turn_ends for s, v in measure_conversation(segments, rec.ticks).items()}
+    load_transcriber.cache_clear()  # a score job loads Whisper once: time that load each time
+    t0 = time.perf_counter()
+    whisper = load_whisper({}, 1)
+    load = time.perf_counter() - t0
+    out = {"whisper_load": load}
+    out["speech_s"] = sum(e - s for side in "ab" for s, e in segments[side]) * FRAME_SECONDS / 2
+    out["dnsmos"], _ = timed(lambda: [dnsmos(resample(speech_only(rec.channel(s), segments[s]), 2, 3)) for s in "ab"],
+                             repeats, "dnsmos")
+    out["asr"], _ = timed(lambda: [transcribe_once(whisper, speech_only(rec.channel(s), segments[s])) for s in "ab"],
+                          repeats, "asr")
+    no_asr = HealthParams(asr=False)
+    out["health_no_asr"], _ = timed(lambda: measure_health(rec, segments, turn_ends, no_asr, {}), repeats, "no_asr")
+    out["health"], doc = timed(lambda: measure_health(rec, segments, turn_ends, HealthParams(), {}, None, whisper),
+                               repeats, "health")
+    out["values"] = doc["values"]
+    return out
+
+
+def score_process(rec: Recording, asr: bool) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        root, cid = Path(tmp), "bench60"
+        write_suite(root, archetypes=["T1-1"])
+        config = {"scenarios_dir": "scenarios", "results_dir": "results",
+                  "models": {"m1": {"adapter": "null"}, "m2": {"adapter": "null"}},
+                  "suites": {"s": {"models": ["m1", "m2"], "archetypes": ["T1-1"], "repetitions": 1, "window_s": 60}},
+                  "health": {"asr": asr}}
+        (root / "config.yaml").write_text(yaml.safe_dump(config))
+        meta = {"conversation_id": cid, "archetype": "T1-1", "scenario": "t1-1-fixture-01", "opener": "a",
+                "attempt": 1, "sample_rate": SAMPLE_RATE, "frame_samples": FRAME_SAMPLES,
+                "frame_seconds": FRAME_SECONDS, "ticks": rec.ticks}
+        write_recording(Recording(rec.audio, rec.tokens, meta), root / "results/recordings" / cid)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "dyafdb", "score", "--config", str(root / "config.yaml"),
+                        "--root", str(root), "--id", cid], check=True, capture_output=True)
+        return time.perf_counter() - t0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    long, demo = conversation(60, rng), conversation(20, rng)
+    for name, rec in (("60 s conversation", long), ("20 s demo conversation", demo)):
+        c = components(rec, args.repeats)
+        print(f"{name} ({c['speech_s']:.1f} s of speech per side), in process, one thread, median of {args.repeats}:")
+        print(f"  wall: DNSMOS both sides {c['dnsmos']:.2f} s; Whisper both sides {c['asr']:.2f} s (+ {c['whisper_load']:.2f} s "
+              f"model load per job); all health measures {c['health']:.2f} s, without ASR {c['health_no_asr']:.2f} s")
+        print(f"  CPU:  DNSMOS {CPU['dnsmos']:.2f} s; Whisper {CPU['asr']:.2f} s; all health measures {CPU['health']:.2f} s, "
+              f"without ASR {CPU['no_asr']:.2f} s")
+        a = c["values"]["a"]
+        print(f"  side a: OVRL {a['dnsmos_ovrl']}, share {a['text_share']}, WER {a['text_wer']}, echo {a['echo']}, "
+              f"no_response {a['no_response']}")
+        if rec is demo:
+            added = CPU["health"] + c["whisper_load"]
+            print(f"  demo projection: {DEMO_CONVERSATIONS} conversations x {added:.2f} CPU s = {DEMO_CONVERSATIONS * added:.0f} "
+                  f"CPU s, about {DEMO_CONVERSATIONS * added / CORES:.0f} s of wall time on {CORES} cores "
+                  "(fewer: Whisper is skipped on sides the garble watcher already transcribed)")
+    with_asr = [score_process(long, True) for _ in range(2)]
+    without = [score_process(long, False) for _ in range(2)]
+    print(f"one `dyafdb score` process, 60 s conversation: {min(with_asr):.2f} s with health, "
+          f"{min(without):.2f} s with health.asr: false")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
