@@ -122,6 +122,7 @@ def one_core(window_s: float, scenarios: Path) -> None:
 
 def demo_wall(jobs: int) -> None:
     from dyafdb.config import load_config
+    from dyafdb.paths import Results
     from dyafdb.suite.design import build_design
 
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -133,14 +134,13 @@ def demo_wall(jobs: int) -> None:
         rows = build_design(config)
         total = len(rows)
         chosen = rows[:: max(total // jobs, 1)][:jobs]  # spread over archetypes and pairings
-        targets = [f"{config['results_dir']}/recordings/{r.conversation_id}/meta.json" for r in chosen]
+        targets = [Results(config["results_dir"]).recording_file(r.conversation_id, "meta.json") for r in chosen]
         print(f"demo suite: {total} conversations of {config['suites']['demo']['window_s']:g} s; recording {len(chosen)} "
               f"with Snakemake on {os.cpu_count()} cores")
         print(f"  load average before: {os.getloadavg()[0]:.1f} (wall times are only meaningful on an idle machine; "
               f"the CPU-based projection is not affected)")
         for label, extra in (("declared threads (2 per record job)", []), ("--set-threads record=1", ["--set-threads", "record=1"])):
             shutil.rmtree(tmp / config["results_dir"], ignore_errors=True)
-            shutil.rmtree(tmp / "benchmarks", ignore_errors=True)
             cmd = [sys.executable, "-m", "snakemake", *targets, "-s", str(REPO / "workflow" / "Snakefile"),
                    "--directory", str(tmp), "--configfile", str(REPO / "config" / "demo.yaml"),
                    "--cores", str(os.cpu_count()), *extra, "--quiet", "all"]

@@ -24,6 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+from dyafdb.paths import Results  # noqa: E402
+
+
 def stage_of(path: Path, root: Path) -> str:
     """benchmarks/<stage>/... (record, score, judge, analysis, ...) or benchmarks/<rule>.tsv."""
     parts = path.relative_to(root).parts
@@ -49,9 +52,10 @@ def main() -> None:
     if done.returncode:
         print(done.stdout[-3000:], done.stderr[-3000:], file=sys.stderr)
         raise SystemExit("the demo failed")
-    report = scratch / "results" / "demo" / "analysis" / "report.html"
+    demo = Results(str(scratch / "results" / "demo"))
+    report = Path(demo.report)
     per_rule: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
-    bench_root = scratch / "benchmarks"
+    bench_root = Path(demo.benchmark_dir())
     for path in bench_root.rglob("*.tsv"):
         with open(path) as fh:
             row = next(csv.DictReader(fh, delimiter="\t"))

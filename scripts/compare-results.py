@@ -14,21 +14,24 @@ from pathlib import Path
 
 
 def main(a: Path, b: Path) -> int:
+    from dyafdb.paths import Results
+
+    ra, rb = Results(str(a)), Results(str(b))
     problems: list[str] = []
-    recs_a = sorted(p.name for p in (a / "recordings").iterdir() if p.is_dir() and not p.name.startswith("."))
-    recs_b = sorted(p.name for p in (b / "recordings").iterdir() if p.is_dir() and not p.name.startswith("."))
+    recs_a = sorted(p.name for p in Path(ra.recordings).iterdir() if p.is_dir() and not p.name.startswith("."))
+    recs_b = sorted(p.name for p in Path(rb.recordings).iterdir() if p.is_dir() and not p.name.startswith("."))
     if recs_a != recs_b:
         problems.append(f"different recordings: {set(recs_a) ^ set(recs_b)}")
     for cid in sorted(set(recs_a) & set(recs_b)):
         for name in ("audio.wav", "text.jsonl"):
-            if (a / "recordings" / cid / name).read_bytes() != (b / "recordings" / cid / name).read_bytes():
+            if Path(ra.recording_file(cid, name)).read_bytes() != Path(rb.recording_file(cid, name)).read_bytes():
                 problems.append(f"{cid}/{name} differs")
-        seg_a = json.loads((a / "segments" / f"{cid}.json").read_text())
-        seg_b = json.loads((b / "segments" / f"{cid}.json").read_text())
+        seg_a = json.loads(Path(ra.segments(cid)).read_text())
+        seg_b = json.loads(Path(rb.segments(cid)).read_text())
         if seg_a != seg_b:
             problems.append(f"segments/{cid}.json differs")
-    rows_a = sorted((a / "scores" / "measures.tsv").read_text().splitlines())
-    rows_b = sorted((b / "scores" / "measures.tsv").read_text().splitlines())
+    rows_a = sorted(Path(ra.measures_table).read_text().splitlines())
+    rows_b = sorted(Path(rb.measures_table).read_text().splitlines())
     if rows_a != rows_b:
         diff = sorted(set(rows_a) ^ set(rows_b))[:5]
         problems.append(f"measures.tsv differs ({len(set(rows_a) ^ set(rows_b))} rows), e.g. {diff}")

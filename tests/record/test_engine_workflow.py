@@ -36,18 +36,24 @@ def planned_record_jobs(out: str) -> int:
 
 def test_local_run_shares_one_engine_per_model(tmp_path):
     write_suite(tmp_path, archetypes=["T1-1"])
-    models = {"quiet": {"adapter": "null", "engine": {"sessions": 8, "max_wait_ms": 5}},
-              "hush": {"adapter": "null", "engine": {"sessions": 8}}}
+    big = {"cpus": 3, "mem_mb": 9000}
+    models = {"quiet": {"adapter": "null", "engine": {"sessions": 8, "max_wait_ms": 5}, "resources": big},
+              "hush": {"adapter": "null", "engine": {"sessions": 8}, "resources": big}}
     cfg = scripted_config(models=models, window_s=2, in_process=False)
-    plain = scripted_config(models={m: {"adapter": "null"} for m in models}, window_s=2, in_process=False)
+    plain = scripted_config(models={m: {"adapter": "null", "resources": big} for m in models}, window_s=2,
+                            in_process=False)
     rows = build_design(cfg, tmp_path)
     assert len(rows) == 8  # 4 pairings x 2 openers
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(plain))
-    without = planned_record_jobs(snakemake(tmp_path, "-n", *[f"results/recordings/{r.conversation_id}/meta.json" for r in rows]).stdout)
+    plain_plan = snakemake(tmp_path, "-n", *[f"results/recordings/{r.conversation_id}/meta.json" for r in rows]).stdout
+    without = planned_record_jobs(plain_plan)
+    assert "mem_mb=18000" in plain_plan  # per-job workers: the job asks for both models' memory
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
     targets = [f"results/recordings/{r.conversation_id}/meta.json" for r in rows]
     plan = snakemake(tmp_path, "-n", *targets)
     assert planned_record_jobs(plan.stdout) == without == len(rows), plan.stdout + plan.stderr
+    # with engines the models' memory and CPUs are the engines'; a record job asks for the bridge's share
+    assert "mem_mb=18000" not in plan.stdout and "mem_mb=4000" in plan.stdout, plan.stdout
 
     done = snakemake(tmp_path, *targets)
     assert done.returncode == 0, done.stdout + done.stderr

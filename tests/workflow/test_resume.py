@@ -35,7 +35,7 @@ def test_killed_recording_is_not_complete_and_reruns(tmp_path):
 
     proc = snakemake(tmp_path, target, background=True)
     deadline = time.time() + 120
-    started = tmp_path / "logs" / "workers" / CID  # created when the job builds its agents
+    started = tmp_path / "results" / "logs" / "workers" / CID  # created when the job builds its agents
     while time.time() < deadline and not started.exists():
         time.sleep(0.05)
     assert started.exists(), "the record job never started"

@@ -6,7 +6,6 @@ from dyafdb.analysis import columns as AC
 from dyafdb.analysis.workflow import AnalysisPlan
 
 ANALYSIS_PLAN = AnalysisPlan(config, CONVERSATIONS, RESULTS)
-ANALYSIS = ANALYSIS_PLAN.root
 ALL_RUNS = ANALYSIS_PLAN.all_runs
 MAIN_RUNS = ANALYSIS_PLAN.runs_of(ANALYSIS_PLAN.main_tasks)
 
@@ -20,14 +19,14 @@ rule analysis_runs:
     input:
         ANALYSIS_PLAN.archetype_files,
     output:
-        f"{ANALYSIS}/runs/{{task}}.tsv",
+        R.analysis_runs("{task}"),
     params:
         cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("main_judge", "second_judge"),
     log:
-        "logs/analysis/runs_{task}.log",
+        R.log("analysis", "runs_{task}"),
     benchmark:
-        "benchmarks/analysis/runs_{task}.tsv"
+        R.benchmark("analysis", "runs_{task}")
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -40,11 +39,11 @@ rule analysis_runs:
 
 rule analysis_matrix:
     input:
-        lambda wildcards: f"{ANALYSIS}/runs/{wildcards.task}.tsv",
+        lambda wildcards: R.analysis_runs(wildcards.task),
     output:
-        tsv=f"{ANALYSIS}/tables/score_{{task}}.tsv",
+        tsv=R.analysis_table("score_{task}"),
         html=report(
-            f"{ANALYSIS}/tables/score_{{task}}.html",
+            R.analysis_table("score_{task}", "html"),
             caption="../report/score.rst",
             category="Task scores",
             subcategory="{task}",
@@ -53,9 +52,9 @@ rule analysis_matrix:
         cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s"),
     log:
-        "logs/analysis/score_{task}.log",
+        R.log("analysis", "score_{task}"),
     benchmark:
-        "benchmarks/analysis/score_{task}.tsv"
+        R.benchmark("analysis", "score_{task}")
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -71,9 +70,9 @@ rule analysis_turntaking:
     input:
         MAIN_RUNS,
     output:
-        tsv=f"{ANALYSIS}/tables/turntaking_{{metric}}.tsv",
+        tsv=R.analysis_table("turntaking_{metric}"),
         html=report(
-            f"{ANALYSIS}/tables/turntaking_{{metric}}.html",
+            R.analysis_table("turntaking_{metric}", "html"),
             caption="../report/turntaking.rst",
             category="Turn-taking",
             subcategory="{metric}",
@@ -82,9 +81,9 @@ rule analysis_turntaking:
         cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s"),
     log:
-        "logs/analysis/turntaking_{metric}.log",
+        R.log("analysis", "turntaking_{metric}"),
     benchmark:
-        "benchmarks/analysis/turntaking_{metric}.tsv"
+        R.benchmark("analysis", "turntaking_{metric}")
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -100,15 +99,15 @@ rule analysis_variance:
     input:
         ALL_RUNS,
     output:
-        tsv=f"{ANALYSIS}/tables/variance.tsv",
-        html=report(f"{ANALYSIS}/tables/variance.html", caption="../report/variance.rst", category="Variance"),
+        tsv=R.analysis_table("variance"),
+        html=report(R.analysis_table("variance", "html"), caption="../report/variance.rst", category="Variance"),
     params:
         cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s", "bootstrap", "seed"),
     log:
-        "logs/analysis/variance.log",
+        R.log("analysis", "variance"),
     benchmark:
-        "benchmarks/analysis/variance.tsv"
+        R.benchmark("analysis", "variance")
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -123,16 +122,16 @@ rule analysis_timing:
     input:
         ANALYSIS_PLAN.runs_of(["T1-1", "T1-2", "T4-2"]),
     output:
-        tsv=f"{ANALYSIS}/tables/timing.tsv",
-        curves=f"{ANALYSIS}/tables/timing_curves.tsv",
-        html=report(f"{ANALYSIS}/tables/timing.html", caption="../report/timing.rst", category="Role timing"),
+        tsv=R.analysis_table("timing"),
+        curves=R.analysis_table("timing_curves"),
+        html=report(R.analysis_table("timing", "html"), caption="../report/timing.rst", category="Role timing"),
     params:
         cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s", "timing_archetypes", "ci"),
     log:
-        "logs/analysis/timing.log",
+        R.log("analysis", "timing"),
     benchmark:
-        "benchmarks/analysis/timing.tsv"
+        R.benchmark("analysis", "timing")
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -148,9 +147,9 @@ rule analysis_action_success:
     input:
         ANALYSIS_PLAN.runs_of(["T2", "T3-2", "T4-2"]),
     output:
-        tsv=f"{ANALYSIS}/tables/action_success.tsv",
+        tsv=R.analysis_table("action_success"),
         html=report(
-            f"{ANALYSIS}/tables/action_success.html",
+            R.analysis_table("action_success", "html"),
             caption="../report/action_success.rst",
             category="Action x success",
         ),
@@ -158,9 +157,9 @@ rule analysis_action_success:
         cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s"),
     log:
-        "logs/analysis/action_success.log",
+        R.log("analysis", "action_success"),
     benchmark:
-        "benchmarks/analysis/action_success.tsv"
+        R.benchmark("analysis", "action_success")
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -175,15 +174,15 @@ rule analysis_windows:
     input:
         MAIN_RUNS,
     output:
-        tsv=f"{ANALYSIS}/tables/windows.tsv",
-        html=report(f"{ANALYSIS}/tables/windows.html", caption="../report/windows.rst", category="Time windows"),
+        tsv=R.analysis_table("windows"),
+        html=report(R.analysis_table("windows", "html"), caption="../report/windows.rst", category="Time windows"),
     params:
         cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("windows_s", "bootstrap", "seed", "ci"),
     log:
-        "logs/analysis/windows.log",
+        R.log("analysis", "windows"),
     benchmark:
-        "benchmarks/analysis/windows.tsv"
+        R.benchmark("analysis", "windows")
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -198,15 +197,15 @@ rule analysis_balance:
     input:
         ANALYSIS_PLAN.runs_of(AC.BALANCE_TASKS),
     output:
-        tsv=f"{ANALYSIS}/tables/balance.tsv",
-        html=report(f"{ANALYSIS}/tables/balance.html", caption="../report/balance.rst", category="Game balance"),
+        tsv=R.analysis_table("balance"),
+        html=report(R.analysis_table("balance", "html"), caption="../report/balance.rst", category="Game balance"),
     params:
         cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s", "bootstrap", "seed", "ci"),
     log:
-        "logs/analysis/balance.log",
+        R.log("analysis", "balance"),
     benchmark:
-        "benchmarks/analysis/balance.tsv"
+        R.benchmark("analysis", "balance")
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -219,18 +218,18 @@ rule analysis_balance:
 
 rule analysis_agreement:
     input:
-        measures=f"{RESULTS}/scores/measures.tsv",
+        measures=R.measures_table,
         human=ANALYSIS_PLAN.human_labels(),
     output:
-        tsv=f"{ANALYSIS}/tables/agreement.tsv",
-        html=report(f"{ANALYSIS}/tables/agreement.html", caption="../report/agreement.rst", category="Judge agreement"),
+        tsv=R.analysis_table("agreement"),
+        html=report(R.analysis_table("agreement", "html"), caption="../report/agreement.rst", category="Judge agreement"),
     params:
         cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s", "main_judge", "second_judge", "human_labels"),
     log:
-        "logs/analysis/agreement.log",
+        R.log("analysis", "agreement"),
     benchmark:
-        "benchmarks/analysis/agreement.tsv"
+        R.benchmark("analysis", "agreement")
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -246,15 +245,15 @@ rule analysis_profiles:
     input:
         MAIN_RUNS,
     output:
-        tsv=f"{ANALYSIS}/tables/profiles.tsv",
-        html=report(f"{ANALYSIS}/tables/profiles.html", caption="../report/profiles.rst", category="Profiles"),
+        tsv=R.analysis_table("profiles"),
+        html=report(R.analysis_table("profiles", "html"), caption="../report/profiles.rst", category="Profiles"),
     params:
         cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s", "timing_archetypes", "ci"),
     log:
-        "logs/analysis/profiles.log",
+        R.log("analysis", "profiles"),
     benchmark:
-        "benchmarks/analysis/profiles.tsv"
+        R.benchmark("analysis", "profiles")
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -269,9 +268,9 @@ rule analysis_rating:
     input:
         ALL_RUNS,
     output:
-        tsv=f"{ANALYSIS}/tables/leaderboard.tsv",
-        effects=f"{ANALYSIS}/tables/rating_effects.tsv",
-        html=report(f"{ANALYSIS}/tables/leaderboard.html", caption="../report/leaderboard.rst", category="Rating"),
+        tsv=R.analysis_table("leaderboard"),
+        effects=R.analysis_table("rating_effects"),
+        html=report(R.analysis_table("leaderboard", "html"), caption="../report/leaderboard.rst", category="Rating"),
     params:
         cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings(
@@ -287,9 +286,9 @@ rule analysis_rating:
             "contested",
         ),
     log:
-        "logs/analysis/rating.log",
+        R.log("analysis", "rating"),
     benchmark:
-        "benchmarks/analysis/rating.tsv"
+        R.benchmark("analysis", "rating")
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -303,13 +302,13 @@ rule analysis_rating:
 
 rule analysis_versions:
     output:
-        versions=report(f"{ANALYSIS}/versions.tsv", caption="../report/versions.rst", category="Provenance"),
-        config=report(f"{ANALYSIS}/config.yaml", caption="../report/config.rst", category="Provenance"),
+        versions=report(R.analysis_file("versions.tsv"), caption="../report/versions.rst", category="Provenance"),
+        config=report(R.analysis_file("config.yaml"), caption="../report/config.rst", category="Provenance"),
     params:
         cfg=CONFIG_ARGS,
         settings=json.dumps(config, sort_keys=True, default=str),
     log:
-        "logs/analysis/versions.log",
+        R.log("analysis", "versions"),
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -341,9 +340,9 @@ for _name, (_kind, _inputs, _category) in ANALYSIS_PLAN.figures().items():
             prefix=lambda wildcards, output: os.path.splitext(output.png)[0],
             settings=ANALYSIS_PLAN.settings("figure_formats", "dpi"),
         log:
-            f"logs/analysis/figure_{_name}.log",
+            R.log("analysis", f"figure_{_name}"),
         benchmark:
-            f"benchmarks/analysis/figure_{_name}.tsv"
+            R.benchmark("analysis", f"figure_{_name}")
         conda:
             "../../envs/dyafdb.yml"
         resources:
@@ -363,15 +362,15 @@ rule analysis_report:
         figures=ANALYSIS_PLAN.figures_png(),
         others=ANALYSIS_PLAN.figures_other(),
         captions=AnalysisPlan.captions(workflow.basedir),
-        versions=f"{ANALYSIS}/versions.tsv",
-        config=f"{ANALYSIS}/config.yaml",
+        versions=R.analysis_file("versions.tsv"),
+        config=R.analysis_file("config.yaml"),
     output:
-        f"{ANALYSIS}/report.html",
+        R.report,
     params:
         cfg=CONFIG_ARGS,
         captions=lambda wildcards, input: os.path.dirname(input.captions[0]) if input.captions else "",
     log:
-        "logs/analysis/report.log",
+        R.log("analysis", "report"),
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -383,4 +382,4 @@ rule analysis_report:
         " --versions {input.versions} --config-file {input.config} --out {output} > {log} 2>&1"
 
 
-FINAL_TARGETS.append(f"{ANALYSIS}/report.html")
+FINAL_TARGETS.append(R.report)

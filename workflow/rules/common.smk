@@ -154,7 +154,10 @@ def recording_meta(wildcards):
 
 def record_resource(key, default, combine=sum):
     def get(wildcards):
-        values = [model_spec(m).get("resources", {}).get(key, default) for m in pair_models(wildcards)]
+        # In a local run a model with an engine section runs in its engine (start_local_engines),
+        # which holds its GPUs and memory: the record job itself needs only the bridge's share.
+        values = [default if workflow.local_exec and "engine" in model_spec(m) else
+                  model_spec(m).get("resources", {}).get(key, default) for m in pair_models(wildcards)]
         return combine(values)
 
     return get

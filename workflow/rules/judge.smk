@@ -2,34 +2,35 @@
 # judge.prompts_dir reruns only that question's jobs (and what reads them); replies are cached on
 # disk, so a batch rerun because one transcript changed asks only about that conversation.
 
-# Every judge batch the design needs (the viewer and the table read them all).
-JUDGE_OUTPUTS = SCORING.judge_outputs
+from dyafdb.judge.plan import JudgePlan
+
+JUDGING = JudgePlan(config, CONVERSATIONS, RESULTS)
 
 
 rule judge:
     input:
         # Stands for the archetype's transcripts: the table is written once every one is.
         scored=SCORING.mechanical_table,
-        scenarios=SCORING.judge_scenarios,
-        template=f"{SCORING.prompts_dir}/{{question}}.txt",
+        scenarios=JUDGING.scenarios,
+        template=f"{JUDGING.prompts_dir}/{{question}}.txt",
     output:
-        f"{RESULTS}/judge/{{judge}}/{{archetype}}/{{question}}.jsonl",
+        JUDGING.output,
     params:
         cfg=CONFIG_ARGS,
-        spec=SCORING.judge_spec,
+        spec=JUDGING.spec,
     log:
-        "logs/judge/{judge}/{archetype}/{question}.log",
+        R.log("judge", "{judge}", "{archetype}", "{question}"),
     benchmark:
-        "benchmarks/judge/{judge}/{archetype}/{question}.tsv"
+        R.benchmark("judge", "{judge}", "{archetype}", "{question}")
     conda:
         "../../envs/dyafdb.yml"
     wildcard_constraints:
         judge=r"[a-z0-9][a-z0-9_-]*",
         archetype=r"T[0-9](-[0-9])?",
         question=r"[a-z_]+",
-    threads: SCORING.judge_threads
+    threads: JUDGING.threads
     resources:
-        mem_mb=SCORING.judge_mem,
+        mem_mb=JUDGING.mem,
         runtime=240,
         **CPU_SITE,
     shell:
@@ -40,4 +41,4 @@ rule judge:
 # Final targets too, not only inputs of measures.tsv: Snakemake leaves a missing intermediate file
 # missing while everything downstream of it is newer, so a deleted batch (read on its own by the
 # viewer) would never come back. A few dozen files; the plan does not notice them.
-FINAL_TARGETS.extend(JUDGE_OUTPUTS)
+FINAL_TARGETS.extend(JUDGING.outputs)

@@ -3,15 +3,15 @@
 rule measures_table:
     input:
         mechanical=SCORING.mechanical_tables,
-        judge=JUDGE_OUTPUTS,
+        judge=JUDGING.outputs,
     output:
-        f"{RESULTS}/scores/measures.tsv",
+        R.measures_table,
     params:
         cfg=CONFIG_ARGS,
     log:
-        "logs/measures_table.log",
+        R.log("measures_table"),
     benchmark:
-        "benchmarks/measures_table.tsv"
+        R.benchmark("measures_table")
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -22,4 +22,4 @@ rule measures_table:
         "dyafdb measures {params.cfg} --mechanical {input.mechanical} --out {output} > {log} 2>&1"
 
 
-FINAL_TARGETS.append(f"{RESULTS}/scores/measures.tsv")
+FINAL_TARGETS.append(R.measures_table)

@@ -2,17 +2,17 @@ rule record:
     input:
         scenario=scenario_file,
     output:
-        audio=f"{RESULTS}/recordings/{{conversation}}/audio.wav",
-        text=f"{RESULTS}/recordings/{{conversation}}/text.jsonl",
-        meta=f"{RESULTS}/recordings/{{conversation}}/meta.json",
-        garble=f"{RESULTS}/recordings/{{conversation}}/garble.json",
+        audio=R.recording_file("{conversation}", "audio.wav"),
+        text=R.recording_file("{conversation}", "text.jsonl"),
+        meta=R.recording_file("{conversation}", "meta.json"),
+        garble=R.recording_file("{conversation}", "garble.json"),
     params:
         cfg=CONFIG_ARGS,
         spec=record_params,
     log:
-        "logs/record/{conversation}.log",
+        R.log("record", "{conversation}"),
     benchmark:
-        "benchmarks/record/{conversation}.tsv"
+        R.benchmark("record", "{conversation}")
     conda:
         "../../envs/dyafdb.yml"
     threads: record_resource("cpus", 1)
@@ -26,7 +26,7 @@ rule record:
         # every one of the 7,560 jobs a call while Snakemake plans.
         "dyafdb record {params.cfg} --id {wildcards.conversation}"
         ' --out "$(dirname "$(dirname {output.meta:q})")"'
-        " --log-dir logs/workers/{wildcards.conversation} --no-progress > {log} 2>&1"
+        f" --log-dir {shlex.quote(R.log_dir('workers'))}/{{wildcards.conversation}} --no-progress > {{log}} 2>&1"
 
 
 # No final target of its own: every recording is upstream of measures.tsv (a final target), and

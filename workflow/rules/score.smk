@@ -12,19 +12,19 @@ rule score:
         # The record job writes the three files before meta.json and takes the scenario as its own
         # input, so a change to any of them renews meta.json: this one file stands for all five.
         # Planning costs per listed file; the full suite's plan lists 30,240 fewer (measured: ~2 s less).
-        meta=f"{RESULTS}/recordings/{{conversation}}/meta.json",
+        meta=R.recording_file("{conversation}", "meta.json"),
     output:
-        segments=f"{RESULTS}/segments/{{conversation}}.json",
-        transcript=f"{RESULTS}/transcripts/{{conversation}}.txt",
-        transcript_json=f"{RESULTS}/transcripts/{{conversation}}.json",
-        measures=f"{RESULTS}/measures/{{conversation}}.json",
+        segments=R.segments("{conversation}"),
+        transcript=R.transcript_txt("{conversation}"),
+        transcript_json=R.transcript_json("{conversation}"),
+        measures=R.measures_json("{conversation}"),
     params:
         cfg=CONFIG_ARGS,
         settings=SCORING.score_settings,
     log:
-        "logs/score/{conversation}.log",
+        R.log("score", "{conversation}"),
     benchmark:
-        "benchmarks/score/{conversation}.tsv"
+        R.benchmark("score", "{conversation}")
     conda:
         "../../envs/dyafdb.yml"
     threads: 1
@@ -49,9 +49,9 @@ rule mechanical_table:
     params:
         cfg=CONFIG_ARGS,
     log:
-        "logs/mechanical_table/{archetype}.log",
+        R.log("mechanical_table", "{archetype}"),
     benchmark:
-        "benchmarks/mechanical_table/{archetype}.tsv"
+        R.benchmark("mechanical_table", "{archetype}")
     conda:
         "../../envs/dyafdb.yml"
     wildcard_constraints:

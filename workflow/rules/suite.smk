@@ -2,11 +2,11 @@ rule design:
     input:
         scenarios=sorted({f"{SCENARIOS}/{r.archetype}/{r.scenario}.yaml" for r in CONVERSATIONS.values()}),
     output:
-        f"{RESULTS}/design/conversations.tsv",
+        R.design,
     params:
         cfg=CONFIG_ARGS,
     log:
-        "logs/design.log",
+        R.log("design"),
     conda:
         "../../envs/dyafdb.yml"
     resources:
@@ -17,4 +17,4 @@ rule design:
         "dyafdb design {params.cfg} --out {output} > {log} 2>&1"
 
 
-FINAL_TARGETS.append(f"{RESULTS}/design/conversations.tsv")
+FINAL_TARGETS.append(R.design)

@@ -6,14 +6,14 @@ rule text_pair_generate:
     input:
         scenarios=ANALYSIS_PLAN.archetype_scenarios,
     output:
-        f"{RESULTS}/text_pairing/conversations/{{task}}.jsonl",
+        R.text_conversations("{task}"),
     params:
         cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.text_settings(),
     log:
-        "logs/text_pairing/generate_{task}.log",
+        R.log("text_pairing", "generate_{task}"),
     benchmark:
-        "benchmarks/text_pairing/generate_{task}.tsv"
+        R.benchmark("text_pairing", "generate_{task}")
     conda:
         "../../envs/dyafdb.yml"
     threads: ANALYSIS_PLAN.text_generate_threads
@@ -27,17 +27,17 @@ rule text_pair_generate:
 
 rule text_pair_score:
     input:
-        conversations=f"{RESULTS}/text_pairing/conversations/{{task}}.jsonl",
+        conversations=R.text_conversations("{task}"),
         templates=ANALYSIS_PLAN.text_judge_templates,
     output:
-        f"{RESULTS}/text_pairing/measures/{{task}}.tsv",
+        R.text_measures("{task}"),
     params:
         cfg=CONFIG_ARGS,
         judge=ANALYSIS_PLAN.text_judge(),
     log:
-        "logs/text_pairing/score_{task}.log",
+        R.log("text_pairing", "score_{task}"),
     benchmark:
-        "benchmarks/text_pairing/score_{task}.tsv"
+        R.benchmark("text_pairing", "score_{task}")
     conda:
         "../../envs/dyafdb.yml"
     threads: ANALYSIS_PLAN.text_judge_threads
@@ -52,17 +52,17 @@ rule text_pair_score:
 rule text_pair_table:
     input:
         runs=ANALYSIS_PLAN.runs_of(["T1-1", "T2", "T3-2", "T4-2"]),
-        text=expand(f"{RESULTS}/text_pairing/measures/{{task}}.tsv", task=ANALYSIS_PLAN.text_tasks),
+        text=[R.text_measures(t) for t in ANALYSIS_PLAN.text_tasks],
     output:
-        tsv=f"{ANALYSIS}/tables/text_pairing.tsv",
-        html=report(f"{ANALYSIS}/tables/text_pairing.html", caption="../report/text_pairing.rst", category="Text pairing"),
+        tsv=R.analysis_table("text_pairing"),
+        html=report(R.analysis_table("text_pairing", "html"), caption="../report/text_pairing.rst", category="Text pairing"),
     params:
         cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s"),
     log:
-        "logs/analysis/text_pairing.log",
+        R.log("analysis", "text_pairing"),
     benchmark:
-        "benchmarks/analysis/text_pairing.tsv"
+        R.benchmark("analysis", "text_pairing")
     conda:
         "../../envs/dyafdb.yml"
     resources:

@@ -15,16 +15,16 @@ VIEW_AUDIO_MIN = sum(row.window_s for row in CONVERSATIONS.values()) / 60
 # table is built from all of them (directly or through the score jobs), so it is the one input listed.
 rule view:
     input:
-        f"{RESULTS}/scores/measures.tsv",
+        R.measures_table,
     output:
         VIEW_INDEX,
     params:
         cfg=CONFIG_ARGS,
         settings=json.dumps(VIEWER.to_json(), sort_keys=True),
     log:
-        "logs/view.log",
+        R.log("view"),
     benchmark:
-        "benchmarks/view.tsv"
+        R.benchmark("view")
     conda:
         "../../envs/dyafdb.yml"
     threads: VIEW_THREADS

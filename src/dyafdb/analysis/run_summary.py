@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from dyafdb.fileio import write_text_atomic
 from dyafdb.judge.rubric import judge_plan
 from dyafdb.judge.settings import judge_settings
+from dyafdb.paths import Results, results_of
 from dyafdb.suite.design import Conversation
 from dyafdb.suite.plan import read_benchmark_seconds
 
@@ -36,7 +37,7 @@ class Where:
 
     @classmethod
     def of(cls, config: Mapping[str, Any], root: Path) -> "Where":
-        return cls(Path(root), Path(root) / config.get("results_dir", "results"))
+        return cls(Path(root), Path(results_of(config, root).root))
 
     def _either(self, name: str) -> Path:
         inside = self.results / name
@@ -50,14 +51,18 @@ class Where:
     def benchmarks(self) -> Path:
         return self._either("benchmarks")
 
+    @property
+    def layout(self) -> Results:
+        return Results(str(self.results))
+
     def recording(self, cid: str) -> Path:
-        return self.results / "recordings" / cid
+        return Path(self.layout.recording(cid))
 
     def scored(self, cid: str) -> Path:
-        return self.results / "measures" / f"{cid}.json"
+        return Path(self.layout.measures_json(cid))
 
     def judge_output(self, judge: str, archetype: str, question: str) -> Path:
-        return self.results / "judge" / judge / archetype / f"{question}.jsonl"
+        return Path(self.layout.judge_output(judge, archetype, question))
 
 
 def _log_failed(path: Path) -> bool:
@@ -272,7 +277,7 @@ def summary_markdown(config: Mapping[str, Any], root: Path, rows: Sequence[Conve
     states = conversation_states(config, root, rows)
     rerecorded = sum(1 for s in states.values() if s["recorded"] and s["attempt"] > 1)
     tasks = sorted({r.archetype for r in rows})
-    tables = where.results / "analysis" / "tables"
+    tables = Path(where.layout.analysis_table("leaderboard")).parent
     scores, warnings = headline_scores(tables, tasks)
     lines = [f"# DyaFDB run summary: {where.results}",
              "",
@@ -313,8 +318,8 @@ def summary_markdown(config: Mapping[str, Any], root: Path, rows: Sequence[Conve
         warnings.append("leaderboard.tsv: every model has the same rating")
     lines += ["", "## Warnings", ""]
     lines += [f"- {w}" for w in warnings] or ["None."]
-    report = where.results / "analysis" / "report.html"
-    site = where.results / "site" / "index.html"
+    report = Path(where.layout.report)
+    site = Path(where.layout.site) / "index.html"
     lines += ["", "## Open", ""]
     lines += [f"- report: {report}" + ("" if report.exists() else " (not built)"),
               f"- viewer: {site}" + ("" if site.exists() else " (not built)"),

@@ -8,6 +8,7 @@ from typing import Any
 
 from dyafdb.analysis.annotation_key import key_file_for
 from dyafdb.errors import InputError
+from dyafdb.paths import results_of
 from dyafdb.schema_check import fill_defaults, load_schema
 
 # Every default is written in the section's schema; standalone use (no config) reads the same ones.
@@ -68,23 +69,16 @@ def _judge_names(config: dict[str, Any]) -> tuple[str | None, str | None, bool]:
     return main, second, demo
 
 
-ANALYSIS_DIR = "analysis"  # under results_dir: runs/, tables/, figures/, report.html
-
-
-def results_dir(config: dict[str, Any], root: Path | None = None) -> Path:
-    return Path(root or ".") / config.get("results_dir", "results")
-
-
 def report_path(config: dict[str, Any], root: Path | None = None) -> Path:
     """Where the workflow writes the HTML report (the viewer's index links to it)."""
-    return results_dir(config, root) / ANALYSIS_DIR / "report.html"
+    return Path(results_of(config, root or ".").report)
 
 
 def site_dir(config: dict[str, Any], root: Path | None = None) -> Path:
     """The viewer's site folder: ``viewer.out``, else ``<results_dir>/site`` (read here so the report
     can link to it; the viewer stage reads it through this function too)."""
     out = (config.get("viewer") or {}).get("out")
-    return Path(root or ".") / out if out else results_dir(config, root) / "site"
+    return Path(root or ".") / out if out else Path(results_of(config, root or ".").site)
 
 
 def annotation_key_path(config: dict[str, Any], root: Path | None = None) -> Path:

@@ -11,18 +11,18 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dyafdb.analysis import columns as C
-from dyafdb.judge.rubric import judge_plan
-from dyafdb.judge.settings import judge_settings
-from dyafdb.score.plan import mechanical_table_path
+from dyafdb.judge.plan import JudgePlan
+from dyafdb.paths import Results
 
 
 class AnalysisPlan:
     def __init__(self, config: Mapping[str, Any], conversations: Mapping[str, Any], results: str):
         self.config = config
-        self.results = results
-        self.root = f"{results}/analysis"
+        self.results = Results(results)
+        self.root = self.results.analysis
         self.section = dict(config.get("analysis") or {})
-        self.judges = judge_settings(config)
+        self.judging = JudgePlan(config, conversations, results)
+        self.judges = self.judging.judges
         self.by_archetype: dict[str, list[str]] = {}
         for cid in sorted(conversations):
             self.by_archetype.setdefault(conversations[cid].archetype, []).append(cid)
@@ -44,7 +44,7 @@ class AnalysisPlan:
         """Per-run tables of these archetypes; all of them when the design has none of these, so the
         table is still written (empty) and the report complete."""
         chosen = [t for t in tasks if t in self.tasks] or self.tasks
-        return [f"{self.root}/runs/{t}.tsv" for t in chosen]
+        return [self.results.analysis_runs(t) for t in chosen]
 
     @property
     def all_runs(self) -> list[str]:
@@ -54,9 +54,7 @@ class AnalysisPlan:
         """What one archetype's per-run table is built from: its judge outputs and its conversations'
         measures, recordings' meta.json and garble.json. Those are listed as the archetype's mechanical
         table, written once all of them exist: one planned file instead of three per conversation."""
-        files = [mechanical_table_path(self.results, wildcards.task)]
-        files += [f"{self.results}/judge/{j}/{a}/{q}.jsonl" for j in self.judges.run for a, q in judge_plan([wildcards.task])]
-        return files
+        return [self.results.mechanical_table(wildcards.task), *self.judging.outputs_of(wildcards.task)]
 
     def archetype_scenarios(self, wildcards) -> list[str]:
         return self.scenarios.get(wildcards.task, [])
@@ -84,30 +82,30 @@ class AnalysisPlan:
 
     def figures(self) -> dict[str, tuple[str, list[str], str]]:
         """figure name -> (dyafdb figure kind, input tables, report category)."""
-        t = f"{self.root}/tables"
+        t = self.results.analysis_table
         out = {
-            "task_matrices": ("matrices", [f"{t}/score_{task}.tsv" for task in self.tasks], "Task scores"),
-            "turntaking_matrices": ("matrices", [f"{t}/turntaking_{m}.tsv" for m in C.TURN_TAKING], "Turn-taking"),
-            "fig2_variance": ("variance", [f"{t}/variance.tsv"], "Variance"),
-            "fig3_timing": ("timing", [f"{t}/timing.tsv", f"{t}/timing_curves.tsv"], "Role timing"),
-            "fig4_action_success": ("action_success", [f"{t}/action_success.tsv"], "Action x success"),
-            "fig5_windows": ("windows", [f"{t}/windows.tsv"], "Time windows"),
-            "fig6_balance": ("balance", [f"{t}/balance.tsv"], "Game balance"),
-            "leaderboard": ("leaderboard", [f"{t}/leaderboard.tsv"], "Rating"),
+            "task_matrices": ("matrices", [t(f"score_{task}") for task in self.tasks], "Task scores"),
+            "turntaking_matrices": ("matrices", [t(f"turntaking_{m}") for m in C.TURN_TAKING], "Turn-taking"),
+            "fig2_variance": ("variance", [t("variance")], "Variance"),
+            "fig3_timing": ("timing", [t("timing"), t("timing_curves")], "Role timing"),
+            "fig4_action_success": ("action_success", [t("action_success")], "Action x success"),
+            "fig5_windows": ("windows", [t("windows")], "Time windows"),
+            "fig6_balance": ("balance", [t("balance")], "Game balance"),
+            "leaderboard": ("leaderboard", [t("leaderboard")], "Rating"),
         }
         if self.text_enabled:
-            out["text_pairing"] = ("text_pairing", [f"{t}/text_pairing.tsv"], "Text pairing")
+            out["text_pairing"] = ("text_pairing", [t("text_pairing")], "Text pairing")
         return out
 
     def figure_files(self, name: str) -> dict[str, str]:
-        return {ext: f"{self.root}/figures/{name}.{ext}" for ext in self.figure_formats}
+        return {ext: self.results.figure(name, ext) for ext in self.figure_formats}
 
     def tables_html(self) -> list[str]:
-        t = f"{self.root}/tables"
+        t = self.results.analysis_table
         names = ([f"score_{task}" for task in self.tasks] + [f"turntaking_{m}" for m in C.TURN_TAKING]
                  + ["variance", "timing", "action_success", "windows", "balance", "agreement", "profiles", "leaderboard"]
                  + (["text_pairing"] if self.text_enabled else []))
-        return [f"{t}/{n}.html" for n in names]
+        return [t(n, "html") for n in names]
 
     def figures_png(self) -> list[str]:
         return [self.figure_files(n)["png"] for n in self.figures()]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from dyafdb.commands._common import add_config_argument, load_configs
+from dyafdb.paths import results_of
 from dyafdb.suite.design import build_design, count_summary, write_design
 
 NAME = "design"
@@ -22,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     config = load_configs(args)
     rows = build_design(config, args.root)
-    out = args.out or args.root / config["results_dir"] / "design" / "conversations.tsv"
+    out = args.out or Path(results_of(config, args.root).design)
     write_design(rows, out)
     summary = count_summary(rows)
     if args.json:

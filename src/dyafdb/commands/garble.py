@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from dyafdb.commands._common import add_config_argument, load_configs
+from dyafdb.paths import results_of
 from dyafdb.suite.ids import check_id
 
 NAME = "garble"
@@ -29,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from dyafdb.record.recording import read_recording
 
     config = load_configs(args)
-    rec = read_recording(Path(args.root) / config["results_dir"] / "recordings" / check_id(args.id))
+    rec = read_recording(Path(results_of(config, args.root).recording(check_id(args.id))))
     sides = args.side or [ch["side"] for ch in rec.meta.get("channels", [])
                           if (config["models"].get(ch["model"]) or {}).get("garble_check")]
     if not sides:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from dyafdb.commands._common import add_config_argument, load_configs
+from dyafdb.paths import results_of
 
 NAME = "measures"
 HELP = "collect mechanical and judged measures of every conversation into results/scores/measures.tsv"
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         rows = [r for r in rows if r.archetype == args.archetype]
         if not rows:
             raise InputError(f"--archetype {args.archetype}: the design has no conversation of this archetype")
-    out = args.out or Path(args.root) / config["results_dir"] / "scores" / "measures.tsv"
+    out = args.out or Path(results_of(config, args.root).measures_table)
     if args.mechanical:
         records = combined_rows(config, args.root, rows, args.mechanical, with_judge=not args.no_judge)
     else:

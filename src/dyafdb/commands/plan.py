@@ -15,6 +15,7 @@ from dyafdb.commands._preflight import (failed, format_checks, judge_key_checks,
                                         suite_checks)
 from dyafdb.judge.rubric import judge_plan
 from dyafdb.judge.settings import judge_settings
+from dyafdb.paths import Results, results_of
 from dyafdb.suite.design import Conversation, build_design
 from dyafdb.suite.plan import JudgeAsk, estimate_tokens, measured_real_time_factor, plan_run, format_plan
 
@@ -62,9 +63,9 @@ def build_plan(config: Mapping[str, Any], root: Path, benchmarks: Path | None) -
 
 def run(args: argparse.Namespace) -> int:
     config = load_configs(args)
-    benchmarks = args.root / args.benchmarks if args.benchmarks else args.root / config["results_dir"] / "benchmarks" / "record"
+    benchmarks = args.root / args.benchmarks if args.benchmarks else Path(results_of(config, args.root).benchmark_dir("record"))
     if args.benchmarks is None and not benchmarks.is_dir():
-        benchmarks = args.root / "benchmarks" / "record"
+        benchmarks = Path(Results(str(args.root)).benchmark_dir("record"))  # a run made before logs moved under results
     rows, plan = build_plan(config, args.root, benchmarks)
     checks = []
     if args.check:

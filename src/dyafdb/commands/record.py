@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from dyafdb.commands._common import add_config_argument, load_configs
+from dyafdb.paths import results_of
 from dyafdb.suite.design import build_design, find_conversation
 from dyafdb.suite.ids import check_id
 
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     config["bridge"]["progress"] = config["bridge"].get("progress", True) and not args.no_progress and sys.stderr.isatty()
     rows = build_design(config, args.root)
     chosen = [find_conversation(rows, check_id(cid)) for cid in args.ids]
-    out = args.out or args.root / config["results_dir"] / "recordings"
+    out = args.out or Path(results_of(config, args.root).recordings)
     # Models config marks garble_check are checked by the garble watcher and recorded again while flagged.
     for meta, garble in record_many_checked(config, chosen, out, args.root, args.log_dir):
         print(f"{meta['conversation_id']}: {meta['ticks']} ticks, end={meta['end_reason']}, wall={meta['total_wall_time_s']} s,"

@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from dyafdb.commands._common import add_config_argument, load_configs
+from dyafdb.paths import results_of
 from dyafdb.suite.ids import check_id
 
 NAME = "view"
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if args.annotation_only and args.no_annotation:
         raise InputError("--annotation-only and --no-annotation contradict each other; keep one")
     if args.annotation_only:
-        changes["out"] = args.out or Path(args.root) / config["results_dir"] / "annotation-site"
+        changes["out"] = args.out or Path(results_of(config, args.root).annotation_site)
         if Path(changes["out"]).resolve() == Path(full_site).resolve():
             raise InputError(f"--annotation-only would overwrite the full site in {full_site}; give another --out")
     elif args.out:

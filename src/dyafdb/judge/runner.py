@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence, TextIO
 
 from dyafdb.suite.design import Conversation, build_design
 from dyafdb.fileio import read_json, write_text_atomic
+from dyafdb.paths import Results, results_of
 from dyafdb.llm.judge_backends import Backend, JudgeError, Reply, Request, make_backend
 from dyafdb.judge.cache import ReplyCache, cache_key
 from dyafdb.judge.prompts import load_template, render
@@ -86,20 +87,20 @@ class Usage:
                 f" out {self.output_tokens + self.batch_output_tokens:,}; cost {cost_text}")
 
 
-def _load_transcript(results: Path, cid: str) -> tuple[dict[str, Any], str]:
+def _load_transcript(results: Results, cid: str) -> tuple[dict[str, Any], str]:
     fix = "run `dyafdb score` for this conversation"
-    doc = read_json(results / "transcripts" / f"{cid}.json", "transcript", fix)
+    doc = read_json(Path(results.transcript_json(cid)), "transcript", fix)
     try:
-        text = (results / "transcripts" / f"{cid}.txt").read_text(encoding="utf-8")
+        text = Path(results.transcript_txt(cid)).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(f"{results / 'transcripts' / (cid + '.txt')}: transcript not found; {fix}") from None
+        raise InputError(f"{results.transcript_txt(cid)}: transcript not found; {fix}") from None
     return doc, text
 
 
 def build_items(config: Mapping[str, Any], root: Path, settings: JudgeSettings, archetype: str, question: Question,
                 rows: Sequence[Conversation]) -> list[Item]:
     template = load_template(settings.prompts_dir, question)
-    results = Path(root) / config["results_dir"]
+    results = results_of(config, root)
     scenarios: dict[str, Any] = {}
     items = []
     for row in sorted(rows, key=lambda r: r.conversation_id):
@@ -198,7 +199,7 @@ def record(item: Item, question: Question, spec: JudgeSpec) -> dict[str, Any]:
 
 
 def judge_output_path(config: Mapping[str, Any], root: Path, judge: str, archetype: str, question: str) -> Path:
-    return Path(root) / config["results_dir"] / "judge" / judge / archetype / f"{question}.jsonl"
+    return Path(results_of(config, root).judge_output(judge, archetype, question))
 
 
 def run_batch(config: Mapping[str, Any], root: Path, judge: str, archetype: str, question_id: str,

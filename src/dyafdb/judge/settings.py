@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dyafdb.errors import InputError
+from dyafdb.paths import results_of
 
 # The paper's judges (Appendix D): Claude Opus-5 answers every question, Sonnet-5 answers them
 # again. Model ids are config values: set the exact ids your account offers.
@@ -125,12 +126,11 @@ def judge_settings(config: Mapping[str, Any], root: Path = Path(".")) -> JudgeSe
         if name not in judges:
             raise InputError(f"config judge.run lists {name!r}, which is not under judge.judges "
                              f"({', '.join(sorted(judges))})")
-    results = Path(root) / config.get("results_dir", "results")
     cache = section.get("cache_dir")
     return JudgeSettings(
         judges=judges, run=run,
         prompts_dir=Path(root) / section.get("prompts_dir", "config/judge"),
-        cache_dir=Path(root) / cache if cache else results / "judge" / "cache",
+        cache_dir=Path(root) / cache if cache else Path(results_of(config, root).judge_cache),
         max_retries=int(section.get("max_retries", 6)),
         backoff_s=float(section.get("backoff_s", 2.0)),
         max_backoff_s=float(section.get("max_backoff_s", 60.0)),

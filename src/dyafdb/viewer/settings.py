@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from dyafdb.paths import results_of
+
 # The paper's human study (Table 8): 40 T1-1 conversations (both seats) and 60 T1-2 (the holder),
 # 140 seats from 100 conversations.
 PAPER_SAMPLE: dict[str, int] = {"T1-1": 40, "T1-2": 60}
@@ -33,8 +35,7 @@ def viewer_settings(config: Mapping[str, Any], root: Path = Path(".")) -> Viewer
     """Settings from config section ``viewer`` (already schema-checked), defaults filled in."""
     section = dict(config.get("viewer") or {})
     ann = dict(section.get("annotation") or {})
-    results = Path(root) / config.get("results_dir", "results")
-    out = Path(root) / section["out"] if section.get("out") else results / "site"
+    out = Path(root) / section["out"] if section.get("out") else Path(results_of(config, root).site)
     questions = ann.get("questions")
     return ViewerSettings(
         out=out,
