@@ -7,6 +7,7 @@ from pathlib import Path
 
 from dyafdb.config import config_overrides, validate_config
 from snakemake.exceptions import WorkflowError
+from dyafdb.paths import Results
 from dyafdb.suite.design import build_design
 from dyafdb.suite.ids import ID_PATTERN
 from dyafdb.record.garble import garble_params
@@ -16,6 +17,8 @@ CONFIG_FILES = [str(p) for p in (workflow.overwrite_configfiles or ["config/conf
 config.update(validate_config(dict(config), ", ".join(CONFIG_FILES)))
 
 RESULTS = config["results_dir"]
+# Every results path (logs and benchmarks included) comes from dyafdb.paths.
+R = Results(RESULTS)
 SCENARIOS = config["scenarios_dir"]
 # Every command re-reads the same config files, so a job computes exactly what the plan computed.
 CONFIG_ARGS = " ".join(f"--config {shlex.quote(p)}" for p in CONFIG_FILES)
@@ -149,7 +152,7 @@ def _record_digest(model_a, model_b, garble):
 
 
 def recording_meta(wildcards):
-    return f"{RESULTS}/recordings/{wildcards.conversation}/meta.json"
+    return R.recording_file(wildcards.conversation, "meta.json")
 
 
 def record_resource(key, default, combine=sum):
@@ -173,7 +176,7 @@ def start_local_engines():
 
     rows = [CONVERSATIONS[j.wildcards.conversation] for j in workflow.dag.needrun_jobs() if j.rule.name == "record"]
     started = LOCAL_ENGINES.start(config, {m for r in rows for m in (r.model_a, r.model_b)},
-                                  log_dir=Path(RESULTS) / "logs" / "engines")
+                                  log_dir=Path(R.log_dir("engines")))
     if started:
         import sys
 
