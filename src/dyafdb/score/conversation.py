@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from dyafdb.fileio import read_json, write_json_atomic, write_text_atomic
+from dyafdb.paths import results_of
 from dyafdb.score.check import check_recording
 from dyafdb.score.tasks import find_leak, occupancy
 from dyafdb.score.health.measure import HealthParams, measure_health
@@ -44,13 +45,13 @@ class ConversationPaths:
 
 
 def conversation_paths(config: Mapping[str, Any], root: Path, conversation_id: str) -> ConversationPaths:
-    results = Path(root) / config["results_dir"]
+    results = results_of(config, root)
     return ConversationPaths(
-        recording=results / "recordings" / conversation_id,
-        segments=results / "segments" / f"{conversation_id}.json",
-        transcript_txt=results / "transcripts" / f"{conversation_id}.txt",
-        transcript_json=results / "transcripts" / f"{conversation_id}.json",
-        measures=results / "measures" / f"{conversation_id}.json",
+        recording=Path(results.recording(conversation_id)),
+        segments=Path(results.segments(conversation_id)),
+        transcript_txt=Path(results.transcript_txt(conversation_id)),
+        transcript_json=Path(results.transcript_json(conversation_id)),
+        measures=Path(results.measures_json(conversation_id)),
     )
 
 
