@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+from dyafdb.declarations import declared_classes
 from dyafdb.errors import InputError
 from dyafdb.schema_check import fill_defaults, load_schema, read_yaml, validate
 
@@ -18,10 +19,9 @@ from dyafdb.schema_check import fill_defaults, load_schema, read_yaml, validate
 
 def config_schema() -> dict[str, Any]:
     """The config schema with the built-in adapter names filled in from their ``@adapter`` declarations."""
-    from dyafdb.agents.registry import adapter_names  # a source scan: imports no model stack
-
     schema = copy.deepcopy(load_schema("config"))
-    schema["$defs"]["model"]["properties"]["adapter"]["anyOf"][0]["enum"] = adapter_names()
+    # a source scan of dyafdb.agents (dyafdb.agents.registry reads the same): imports no model stack
+    schema["$defs"]["model"]["properties"]["adapter"]["anyOf"][0]["enum"] = list(declared_classes("dyafdb.agents", "adapter"))
     return schema
 
 

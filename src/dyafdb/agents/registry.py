@@ -8,13 +8,11 @@ all come from the ``@adapter`` lines, and a new adapter is its module plus a con
 
 from __future__ import annotations
 
-import ast
 import importlib
-from functools import lru_cache
-from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from dyafdb.agents.base import Agent
+from dyafdb.declarations import declared_classes
 from dyafdb.errors import InputError
 
 T = TypeVar("T")
@@ -31,34 +29,9 @@ def adapter(name: str) -> Callable[[T], T]:
     return mark
 
 
-def _declared(path: Path) -> list[tuple[str, str]]:
-    """(adapter name, class name) for each ``@adapter("...")`` class in one source file."""
-    text = path.read_text(encoding="utf-8")
-    if "@adapter(" not in text:  # most modules: skip the parse
-        return []
-    found = []
-    for node in ast.parse(text, str(path)).body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        for dec in node.decorator_list:
-            if (isinstance(dec, ast.Call) and getattr(dec.func, "id", None) == "adapter"
-                    and dec.args and isinstance(dec.args[0], ast.Constant) and isinstance(dec.args[0].value, str)):
-                found.append((dec.args[0].value, node.name))
-    return found
-
-
-@lru_cache(maxsize=1)
 def adapters() -> dict[str, str]:
     """Built-in adapter name -> ``module:Class``, in name order."""
-    root = Path(__file__).parent
-    out: dict[str, str] = {}
-    for path in sorted(root.rglob("*.py")):
-        module = ".".join((PACKAGE, *path.relative_to(root).with_suffix("").parts))
-        for name, cls in _declared(path):
-            if name in out:
-                raise RuntimeError(f"adapter {name!r} is declared twice: {out[name]} and {module}:{cls}")
-            out[name] = f"{module}:{cls}"
-    return dict(sorted(out.items()))
+    return declared_classes(PACKAGE, "adapter")
 
 
 def adapter_names() -> list[str]:
