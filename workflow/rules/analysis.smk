@@ -95,6 +95,62 @@ rule analysis_turntaking:
         " --out {output.tsv} --html {output.html} > {log} 2>&1"
 
 
+# Audio health (dyafdb.score.health), measured in every archetype: one matrix per measure and the
+# per-model averages; their variance decomposition is in the variance table (kind health).
+rule analysis_health:
+    input:
+        ALL_RUNS,
+    output:
+        tsv=R.analysis_table("health_{metric}"),
+        html=report(
+            R.analysis_table("health_{metric}", "html"),
+            caption="../report/health.rst",
+            category="Audio health",
+            subcategory="{metric}",
+        ),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s"),
+    log:
+        R.log("analysis", "health_{metric}"),
+    benchmark:
+        R.benchmark("analysis", "health_{metric}")
+    conda:
+        "../../envs/dyafdb.yml"
+    wildcard_constraints:
+        metric="|".join(AC.HEALTH),
+    resources:
+        mem_mb=1000,
+        runtime=5,
+        **CPU_SITE,
+    shell:
+        "dyafdb analyze health {params.cfg} --runs {input} --metric {wildcards.metric}"
+        " --out {output.tsv} --html {output.html} > {log} 2>&1"
+
+
+rule analysis_health_models:
+    input:
+        ALL_RUNS,
+    output:
+        tsv=R.analysis_table("health_models"),
+        html=report(R.analysis_table("health_models", "html"), caption="../report/health.rst", category="Audio health"),
+    params:
+        cfg=CONFIG_ARGS,
+        settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s"),
+    log:
+        R.log("analysis", "health_models"),
+    benchmark:
+        R.benchmark("analysis", "health_models")
+    conda:
+        "../../envs/dyafdb.yml"
+    resources:
+        mem_mb=1000,
+        runtime=5,
+        **CPU_SITE,
+    shell:
+        "dyafdb analyze health-models {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
+
+
 rule analysis_variance:
     input:
         ALL_RUNS,

@@ -86,6 +86,7 @@ class AnalysisPlan:
         out = {
             "task_matrices": ("matrices", [t(f"score_{task}") for task in self.tasks], "Task scores"),
             "turntaking_matrices": ("matrices", [t(f"turntaking_{m}") for m in C.TURN_TAKING], "Turn-taking"),
+            "health_matrices": ("matrices", [t(f"health_{m}") for m in C.HEALTH], "Audio health"),
             "fig2_variance": ("variance", [t("variance")], "Variance"),
             "fig3_timing": ("timing", [t("timing"), t("timing_curves")], "Role timing"),
             "fig4_action_success": ("action_success", [t("action_success")], "Action x success"),
@@ -103,6 +104,7 @@ class AnalysisPlan:
     def tables_html(self) -> list[str]:
         t = self.results.analysis_table
         names = ([f"score_{task}" for task in self.tasks] + [f"turntaking_{m}" for m in C.TURN_TAKING]
+                 + ["health_models"] + [f"health_{m}" for m in C.HEALTH]
                  + ["variance", "timing", "action_success", "windows", "balance", "agreement", "profiles", "leaderboard"]
                  + (["text_pairing"] if self.text_enabled else []))
         return [t(n, "html") for n in names]
