@@ -265,3 +265,21 @@ def test_whisper_decodes_once_greedily_without_temperature_fallback():
     assert transcribe_once(w, np.zeros(2400, np.float32)) == "hello world"
     assert w.model.kw["temperature"] == 0.0 and w.model.kw["without_timestamps"] is True
     assert transcribe_once(CountingASR("other"), np.zeros(10, np.float32)) == "other"  # any other transcriber
+
+
+def test_an_agent_replaying_its_input_through_the_real_bridge_is_flagged_at_the_bridge_lag(tmp_path):
+    """The lag is the bridge's, not an assumption: record a speaker against an agent that emits what
+    it hears, score it, and only the replaying side carries the echo."""
+    from dyafdb.record.conversation import record_many
+    from dyafdb.score.conversation import read_measures, score_conversation
+    from dyafdb.suite.design import build_design
+    from scoring_fixtures import load, write_project
+
+    models = {"speaker": {"adapter": "scoring_fixtures:SpeechAgent"}, "echo": {"adapter": "echo_agent:EchoAgent"}}
+    write_project(tmp_path, ["T1-1"], models=models, window_s=6.0, extra={"health": {"asr": False}})
+    config = load(tmp_path)
+    row = next(r for r in build_design(config, tmp_path) if (r.model_a, r.model_b, r.opener) == ("speaker", "echo", "a"))
+    record_many(config, [row], tmp_path / "results/recordings", tmp_path)
+    values = read_measures(score_conversation(config, tmp_path, row.conversation_id).measures)["values"]
+    assert values["b"]["echo"] > 0.99 and values["b"]["echo_flag"] == 1 and values["b"]["echo_n"] > 20
+    assert values["a"]["echo_flag"] == 0
