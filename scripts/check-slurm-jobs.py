@@ -1,21 +1,51 @@
-"""Check the SLURM jobs a profiles/slurm run submitted: each record job asked for its two models' CPUs,
-and the score jobs went to the cluster in groups, none alone.
+"""Check the SLURM jobs a profiles/slurm run submitted, from the cluster's accounting (sacct):
+
+- every job was charged to the site's account and went to the site's CPU partition, except record
+  jobs whose models declare GPUs, which went to the GPU partition with that many GPUs of the site's
+  GPU model; no other job holds a GPU;
+- each record job asked for its two models' CPUs (capped at --max-cpus, the run's --cores);
+- the score jobs went to the cluster in groups, none alone, none wider than --max-cpus.
 
     python scripts/check-slurm-jobs.py --config config/ci-slurm.yaml --after JOBID --max-cpus 2
 
-Reads `squeue --states=all` (finished jobs stay listed for MinJobAge, an hour on the cluster
-scripts/slurm-local.sh starts); only jobs with ids above JOBID (the last id before the run) count.
+The site comes from DYAFDB_SLURM_ACCOUNT, DYAFDB_SLURM_PARTITION, DYAFDB_SLURM_GPU_PARTITION and
+DYAFDB_SLURM_GPU_MODEL, as in the run. Only jobs with ids above JOBID (the last id before the run) count.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from dyafdb.config import load_config
 from dyafdb.suite.design import build_design
+
+FIELDS = ("JobID", "Comment", "AllocCPUS", "Partition", "Account", "ReqTRES", "State")
+
+
+def submitted_jobs(after: int) -> list[dict[str, str]]:
+    out = subprocess.run(["sacct", "-X", "-n", "-P", "-S", "now-1days", "-o", ",".join(FIELDS)],
+                         capture_output=True, text=True, check=True).stdout
+    jobs = [dict(zip(FIELDS, line.split("|"))) for line in out.splitlines() if line.strip()]
+    jobs = [j for j in jobs if j["JobID"].isdigit() and int(j["JobID"]) > after]
+    # slurmdbd stores a comment when the job ends; the controller knows it from submission on.
+    listed = subprocess.run(["squeue", "--states=all", "--noheader", "-o", "%i|%k"], capture_output=True, text=True,
+                            check=True).stdout
+    comments = dict(line.split("|", 1) for line in listed.splitlines() if "|" in line)
+    for job in jobs:
+        job["Comment"] = job["Comment"] or comments.get(job["JobID"], "").strip()
+    return jobs
+
+
+def gpus_of(tres: str, model: str | None) -> int:
+    """GPUs a job asked for, of `model` when given (sacct ReqTRES: gres/gpu:<model>=N)."""
+    key = f"gres/gpu:{model}" if model else "gres/gpu"
+    match = re.search(rf"(?:^|,){re.escape(key)}=(\d+)", tres)
+    return int(match.group(1)) if match else 0
 
 
 def main() -> int:
@@ -24,36 +54,53 @@ def main() -> int:
     parser.add_argument("--after", type=int, required=True, help="the last SLURM job id before the run")
     parser.add_argument("--max-cpus", type=int, required=True, help="the run's --cores (a group's width)")
     args = parser.parse_args()
+    env = os.environ
+    account, partition = env["DYAFDB_SLURM_ACCOUNT"], env["DYAFDB_SLURM_PARTITION"]
+    gpu_partition = env.get("DYAFDB_SLURM_GPU_PARTITION") or partition
+    gpu_model = env.get("DYAFDB_SLURM_GPU_MODEL")
     config = load_config(args.config)
-    rows = build_design(config)
-    cpus = {m: int((config["models"][m].get("resources") or {}).get("cpus", 1)) for m in config["models"]}
-    expected = {r.conversation_id: cpus[r.model_a] + cpus[r.model_b] for r in rows}
+    rows = build_design(config, Path("."))
+    declared = {m: config["models"][m].get("resources") or {} for m in config["models"]}
+    cpus = {r.conversation_id: int(declared[r.model_a].get("cpus", 1)) + int(declared[r.model_b].get("cpus", 1)) for r in rows}
+    gpus = {r.conversation_id: int(declared[r.model_a].get("gpus", 0)) + int(declared[r.model_b].get("gpus", 0)) for r in rows}
 
-    out = subprocess.run(["squeue", "--states=all", "--noheader", "-o", "%i|%300k|%C"], capture_output=True, text=True,
-                         check=True).stdout
-    jobs = [[field.strip() for field in line.split("|")] for line in out.splitlines() if line.strip()]
-    jobs = [(int(i), comment, int(c)) for i, comment, c in jobs if i.isdigit() and int(i) > args.after]
+    jobs = submitted_jobs(args.after)
     problems = []
-    recorded = {}
-    for _, comment, c in jobs:
-        if comment.startswith("rule_record_wildcards_"):
-            recorded[comment.removeprefix("rule_record_wildcards_")] = c
-    for cid, want in expected.items():
-        got = recorded.get(cid)
-        if got is None:
+    recorded: dict[str, dict[str, str]] = {}
+    for job in jobs:
+        name = job["Comment"] or f"job {job['JobID']}"
+        if job["Account"] != account:
+            problems.append(f"{name} was charged to {job['Account']!r}, not the site's account {account!r}")
+        if name.startswith("rule_record_wildcards_"):
+            recorded[name.removeprefix("rule_record_wildcards_")] = job
+            continue
+        if job["Partition"] != partition or gpus_of(job["ReqTRES"], None):
+            problems.append(f"{name} ran in {job['Partition']} with TRES {job['ReqTRES']}; a CPU job belongs in {partition}, without GPUs")
+    for cid, want_cpus in cpus.items():
+        job = recorded.get(cid)
+        if job is None:
             problems.append(f"no record job listed for {cid}")
-        elif got != min(want, args.max_cpus):
-            problems.append(f"record job of {cid} asked for {got} CPUs, its models declare {want}")
-    singles = [comment for _, comment, _ in jobs if comment.startswith("rule_score_")]
-    groups = [(comment, c) for _, comment, c in jobs if comment.startswith("rule_scoring_")]
+            continue
+        if int(job["AllocCPUS"]) != min(want_cpus, args.max_cpus):
+            problems.append(f"record job of {cid} got {job['AllocCPUS']} CPUs, its models declare {want_cpus}")
+        want_part = gpu_partition if gpus[cid] else partition
+        got = gpus_of(job["ReqTRES"], gpu_model if gpus[cid] else None)
+        if job["Partition"] != want_part or got != gpus[cid] or (not gpus[cid] and gpus_of(job["ReqTRES"], None)):
+            problems.append(f"record job of {cid} ran in {job['Partition']} with TRES {job['ReqTRES']}; its models "
+                            f"declare {gpus[cid]} GPU(s): want partition {want_part}"
+                            + (f" and gres/gpu:{gpu_model}={gpus[cid]}" if gpus[cid] and gpu_model else ""))
+    singles = [j for j in jobs if j["Comment"].startswith("rule_score_")]
+    groups = [j for j in jobs if j["Comment"].startswith("rule_scoring_")]
     if singles:
         problems.append(f"{len(singles)} score jobs were submitted alone, not grouped")
     if not groups:
         problems.append("no grouped scoring job was submitted")
-    problems += [f"group job {comment} asked for {c} CPUs, more than --cores {args.max_cpus}"
-                 for comment, c in groups if c > args.max_cpus]
-    print(f"SLURM jobs of this run: {len(jobs)} ({len(recorded)} record, {len(groups)} grouped scoring jobs "
-          f"for {len(rows)} conversations)")
+    problems += [f"group job {j['Comment']} asked for {j['AllocCPUS']} CPUs, more than --cores {args.max_cpus}"
+                 for j in groups if int(j["AllocCPUS"]) > args.max_cpus]
+    gpu_jobs = sum(1 for j in jobs if gpus_of(j["ReqTRES"], None))
+    print(f"SLURM jobs of this run: {len(jobs)} ({len(recorded)} record, {gpu_jobs} with GPUs, {len(groups)} grouped "
+          f"scoring jobs for {len(rows)} conversations), all checked for account {account} and partitions "
+          f"{partition}/{gpu_partition}")
     for p in problems:
         print(f"  problem: {p}", file=sys.stderr)
     return 1 if problems else 0

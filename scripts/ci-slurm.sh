@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs a small demo suite through profiles/slurm on a real single-node SLURM cluster (started from
-# Debian packages by scripts/slurm-local.sh), runs the same suite locally, and checks that both
-# produced the same recordings, segments and measures.
+# Runs a small demo suite through profiles/slurm on a single-node SLURM cluster that enforces
+# accounting like a real site (started from Debian packages by scripts/slurm-local.sh): first shows
+# that the cluster rejects a job without the site's account, then runs the suite with the site
+# variables set, checks every submitted job's account, partition and GPUs, runs the same suite
+# locally, and checks that both produced the same recordings, segments and measures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck disable=SC1091
@@ -9,19 +11,31 @@ cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1
 bash scripts/slurm-local.sh start
 trap 'bash scripts/slurm-local.sh stop' EXIT
+
+export DYAFDB_SLURM_PARTITION=cpu DYAFDB_SLURM_GPU_PARTITION=gpu DYAFDB_SLURM_ACCOUNT=dyafdb-ci DYAFDB_SLURM_GPU_MODEL=fake
+# Enforcement is real: without the account, or with one the user has no association with, sbatch refuses.
+for how in "" "-A no-such-account"; do
+  # shellcheck disable=SC2086
+  if sbatch $how -t 1 --wrap true >/tmp/ci-slurm-sbatch.log 2>&1; then
+    echo "ci-slurm: the cluster accepted a job submitted with '${how:-no account}'; accounting is not enforced" >&2
+    exit 1
+  fi
+  echo "rejected as at a real site ('${how:-no account}'): $(tail -1 /tmp/ci-slurm-sbatch.log)"
+done
+
 target=scores/measures.tsv
 rm -rf results/ci-slurm
-last_job=$(squeue --states=all --noheader -o %i | sort -n | tail -1)
+last_job=$(sacct -X -n -P -o JobID -S now-1days | grep -E '^[0-9]+$' | sort -n | tail -1)
 start=$(date +%s)
-# No slurmdbd on this cluster: poll with squeue (sacct would hang the executor).
-timeout -k 10 1200 snakemake --profile profiles/slurm --configfile config/ci-slurm.yaml \
+# Job states come from sacct, the plugin's default (slurmdbd keeps them).
+timeout -k 10 1800 snakemake --profile profiles/slurm --configfile config/ci-slurm.yaml \
   --config results_dir=results/ci-slurm/slurm --jobs 4 --cores 2 \
-  --slurm-status-command squeue --slurm-init-seconds-before-status-checks 5 \
+  --slurm-init-seconds-before-status-checks 5 \
   "results/ci-slurm/slurm/$target"
 echo "slurm run: $(( $(date +%s) - start )) s"
 python scripts/check-slurm-jobs.py --config config/ci-slurm.yaml --after "${last_job:-0}" --max-cpus 2
 start=$(date +%s)
-timeout -k 10 1200 snakemake --profile profiles/local --configfile config/ci-slurm.yaml \
+timeout -k 10 1800 snakemake --profile profiles/local --configfile config/ci-slurm.yaml \
   --config results_dir=results/ci-slurm/local --cores 2 "results/ci-slurm/local/$target"
 echo "local run: $(( $(date +%s) - start )) s"
 python scripts/compare-results.py results/ci-slurm/slurm results/ci-slurm/local
