@@ -38,24 +38,24 @@ def run(project: Path, *args: str) -> None:
 
 def test_every_product_figure_and_the_report(project):
     t = project / "out"
-    run(project, "analyze", "runs", "--measures", str(project / "measures.tsv"), "--out", str(t / "runs.tsv"))
+    run(project, "analysis", "runs", "--measures", str(project / "measures.tsv"), "--out", str(t / "runs.tsv"))
     runs = str(t / "runs.tsv")
     for task in S.ALL_TASKS:
-        run(project, "analyze", "matrix", "--runs", runs, "--task", task, "--out", str(t / f"score_{task}.tsv"),
+        run(project, "analysis", "matrix", "--runs", runs, "--task", task, "--out", str(t / f"score_{task}.tsv"),
             "--html", str(t / f"score_{task}.html"))
     for metric in ("tor_pause", "tor_end", "backchannel", "barge_in"):
-        run(project, "analyze", "turntaking", "--runs", runs, "--metric", metric, "--out", str(t / f"turntaking_{metric}.tsv"),
+        run(project, "analysis", "turntaking", "--runs", runs, "--metric", metric, "--out", str(t / f"turntaking_{metric}.tsv"),
             "--html", str(t / f"turntaking_{metric}.html"))
     for product in ("variance", "action-success", "windows", "balance", "profiles"):
         name = product.replace("-", "_")
-        run(project, "analyze", product, "--runs", runs, "--out", str(t / f"{name}.tsv"), "--html", str(t / f"{name}.html"))
-    run(project, "analyze", "timing", "--runs", runs, "--out", str(t / "timing.tsv"), "--curves", str(t / "curves.tsv"),
+        run(project, "analysis", product, "--runs", runs, "--out", str(t / f"{name}.tsv"), "--html", str(t / f"{name}.html"))
+    run(project, "analysis", "timing", "--runs", runs, "--out", str(t / "timing.tsv"), "--curves", str(t / "curves.tsv"),
         "--html", str(t / "timing.html"))
-    run(project, "analyze", "rating", "--runs", runs, "--out", str(t / "leaderboard.tsv"), "--effects", str(t / "effects.tsv"),
+    run(project, "analysis", "rating", "--runs", runs, "--out", str(t / "leaderboard.tsv"), "--effects", str(t / "effects.tsv"),
         "--html", str(t / "leaderboard.html"))
-    run(project, "analyze", "agreement", "--measures", str(project / "measures.tsv"), "--out", str(t / "agreement.tsv"),
+    run(project, "analysis", "agreement", "--measures", str(project / "measures.tsv"), "--out", str(t / "agreement.tsv"),
         "--html", str(t / "agreement.html"))
-    run(project, "analyze", "versions", "--out", str(t / "versions.tsv"), "--config-out", str(t / "config.yaml"))
+    run(project, "analysis", "versions", "--out", str(t / "versions.tsv"), "--config-out", str(t / "config.yaml"))
 
     board = pd.read_csv(t / "leaderboard.tsv", sep="\t")
     assert list(board["model"][:1]) and set(board["model"]) == {"alpha", "beta", "gamma"}
@@ -74,11 +74,11 @@ def test_every_product_figure_and_the_report(project):
         "leaderboard": ("leaderboard", [str(t / "leaderboard.tsv")]),
     }
     for name, (kind, inputs) in figures.items():
-        run(project, "figure", kind, "--input", *inputs, "--out-prefix", str(t / "figures" / name))
+        run(project, "analysis", "figure", kind, "--input", *inputs, "--out-prefix", str(t / "figures" / name))
         for ext in ("png", "pdf"):
             assert (t / "figures" / f"{name}.{ext}").stat().st_size > 1000
     tables = sorted(str(p) for p in t.glob("*.html"))
-    run(project, "report", "--tables", *tables, "--figures", *[str(t / "figures" / f"{n}.png") for n in figures],
+    run(project, "analysis", "report", "--tables", *tables, "--figures", *[str(t / "figures" / f"{n}.png") for n in figures],
         "--captions", str(REPO / "workflow" / "report"), "--versions", str(t / "versions.tsv"),
         "--config-file", str(t / "config.yaml"), "--out", str(t / "report.html"))
     page = (t / "report.html").read_text()
@@ -93,7 +93,7 @@ def test_the_same_pdf_twice(project, tmp_path):
     if not table.exists():
         pytest.skip("needs the products of the test above")
     for k in (1, 2):
-        run(project, "figure", "balance", "--input", str(table), "--out-prefix", str(tmp_path / f"b{k}"))
+        run(project, "analysis", "figure", "balance", "--input", str(table), "--out-prefix", str(tmp_path / f"b{k}"))
     assert (tmp_path / "b1.pdf").read_bytes() == (tmp_path / "b2.pdf").read_bytes()
 
 
@@ -113,12 +113,12 @@ def test_analysis_and_text_pairing_sections_are_validated():
 
 
 def test_analyze_errors_name_the_fix(project, capsys):
-    assert main(["analyze", "matrix", "--config", str(project / "config.yaml"), "--runs", str(project / "missing.tsv"),
+    assert main(["analysis", "matrix", "--config", str(project / "config.yaml"), "--runs", str(project / "missing.tsv"),
                  "--task", "T2", "--out", str(project / "x.tsv")]) == 2
-    assert "run `dyafdb analyze runs`" in capsys.readouterr().err
+    assert "run `dyafdb analysis runs`" in capsys.readouterr().err
     bad = project / "bad.tsv"
     bad.write_text("conversation_id\tmodel\nc\tm\n")
-    assert main(["analyze", "runs", "--config", str(project / "config.yaml"), "--measures", str(bad), "--out", str(project / "r.tsv")]) == 2
+    assert main(["analysis", "runs", "--config", str(project / "config.yaml"), "--measures", str(bad), "--out", str(project / "r.tsv")]) == 2
     assert "lacks column(s)" in capsys.readouterr().err
     from dyafdb.analysis.settings import from_config
     cfg = yaml.safe_load((project / "config.yaml").read_text())

@@ -94,7 +94,7 @@ def test_variance_command_prints_the_terms(tmp_path):
     known_cells(True).to_csv(path, sep="\t", index=False)
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["variance", str(path)]) == 0
+        assert main(["analysis", "variance-cells", str(path)]) == 0
     got = json.loads(out.getvalue())
     total = 44
     assert list(got) == ["task", "model", "partner", "model_x_partner", "residual"]
@@ -103,14 +103,14 @@ def test_variance_command_prints_the_terms(tmp_path):
     known_cells(False).to_csv(path2, index=False)
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["variance", str(path2)]) == 0
+        assert main(["analysis", "variance-cells", str(path2)]) == 0
     assert set(json.loads(out.getvalue())) == {"model", "partner", "model_x_partner"}
 
 
 def test_variance_command_rejects_repeated_cells(tmp_path, capsys):
     path = tmp_path / "bad.tsv"
     pd.DataFrame({"model": ["a", "a"], "partner": ["b", "b"], "value": [1, 2]}).to_csv(path, sep="\t", index=False)
-    assert main(["variance", str(path)]) == 2
+    assert main(["analysis", "variance-cells", str(path)]) == 2
     assert "repeated cells a/b" in capsys.readouterr().err
 
 
@@ -159,7 +159,7 @@ def test_variance_command_says_why_instead_of_printing_zeros(tmp_path):
     pd.DataFrame({"model": ["a", "b"], "partner": ["b", "a"], "value": [0.2, 0.7]}).to_csv(path, sep="\t", index=False)
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["variance", str(path)]) == 0
+        assert main(["analysis", "variance-cells", str(path)]) == 0
     got = json.loads(out.getvalue())
     assert got["model"] is None and got["partner"] is None and "cannot separate model from partner" in got["note"]
     # a constant table: nothing to split, said so
@@ -167,7 +167,7 @@ def test_variance_command_says_why_instead_of_printing_zeros(tmp_path):
     pd.DataFrame({"model": ["a", "a", "b", "b"], "partner": ["a", "b", "a", "b"], "value": [0.5] * 4}).to_csv(path, sep="\t", index=False)
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["variance", str(path)]) == 0
+        assert main(["analysis", "variance-cells", str(path)]) == 0
     got = json.loads(out.getvalue())
     assert all(got[k] is None for k in ("model", "partner", "model_x_partner")) and "no variance" in got["note"]
 

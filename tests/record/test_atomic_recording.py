@@ -123,7 +123,7 @@ def _checked_project(tmp_path, max_attempts: int = 1):
 
 def _record(config, row, root, asr):
     from dyafdb.record.conversation import AgentPool
-    from dyafdb.record.garble import record_checked
+    from dyafdb.record.checked import record_checked
 
     with AgentPool(dict(config)) as pool:
         return record_checked(config, row, root / "results/recordings" / row.conversation_id, pool, root, transcriber=asr)
@@ -143,7 +143,8 @@ def test_kill_during_the_whisper_check_keeps_the_previous_recording_and_its_verd
 
 def test_failed_rerecord_keeps_a_garbled_recording_marked_failed(tmp_path):
     from dyafdb.agents.base import AgentError
-    from dyafdb.record.garble import read_garble, record_checked
+    from dyafdb.record.checked import record_checked
+    from dyafdb.record.garble import read_garble
 
     config, row = _checked_project(tmp_path)
     _, doc = _record(config, row, tmp_path, ASR("nothing alike"))

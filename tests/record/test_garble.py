@@ -141,7 +141,7 @@ def _speech_project(tmp_path, garbled_sessions: int, max_attempts: int, archetyp
 
 
 def test_flagged_run_is_recorded_again_with_new_attempt_and_seed(tmp_path):
-    from dyafdb.record.garble import record_many_checked
+    from dyafdb.record.checked import record_many_checked
     from dyafdb.record.recording import read_meta
 
     config, row = _speech_project(tmp_path, garbled_sessions=1, max_attempts=5)
@@ -157,7 +157,7 @@ def test_flagged_run_is_recorded_again_with_new_attempt_and_seed(tmp_path):
 
 
 def test_still_garbled_after_max_attempts_is_a_failure_kept_only_for_t3(tmp_path):
-    from dyafdb.record.garble import record_many_checked
+    from dyafdb.record.checked import record_many_checked
     from dyafdb.score.conversation import score_conversation
     from dyafdb.measures.table import table_rows
 
@@ -179,7 +179,8 @@ def test_still_garbled_after_max_attempts_is_a_failure_kept_only_for_t3(tmp_path
 
 def test_unmarked_models_get_a_not_checked_report(tmp_path):
     from dyafdb.suite.design import build_design
-    from dyafdb.record.garble import read_garble, record_many_checked
+    from dyafdb.record.checked import record_many_checked
+    from dyafdb.record.garble import read_garble
 
     write_project(tmp_path, ["T1-1"], window_s=2.0)
     config = load(tmp_path)

@@ -141,10 +141,10 @@ def test_stage_commands_run_alone_from_the_previous_stage_file(tmp_path, capsys)
                                   [("a", 3, "hello"), ("b", 21, "hi")], conversation_id=cid, archetype="T1-1",
                                   scenario="t1-1-fixture-01", opener="b")
     base = ["--config", str(tmp_path / "config.yaml"), "--root", str(tmp_path), "--id", cid]
-    assert main(["transcript", *base]) == 2  # no segments yet: says which file and what to run
+    assert main(["score", "transcript", *base]) == 2  # no segments yet: says which file and what to run
     assert "run `dyafdb score`" in capsys.readouterr().err
-    assert main(["segments", *base]) == 0
-    assert main(["transcript", *base]) == 0 and main(["mechanical", *base]) == 0
+    assert main(["score", "segments", *base]) == 0
+    assert main(["score", "transcript", *base]) == 0 and main(["score", "mechanical", *base]) == 0
     text = (tmp_path / "results/transcripts" / f"{cid}.txt").read_text()
     assert text == "[0.00] Speaker A: hello\n[1.60] Speaker B: hi\n"
     measures = json.loads((tmp_path / "results/measures" / f"{cid}.json").read_text())

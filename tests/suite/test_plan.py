@@ -158,7 +158,7 @@ def test_check_reports_scenarios_that_break_the_suite_rules(project, capsys, mon
     rc, plan = _plan_json(capsys, "--config", "config.yaml", "--check")
     assert rc == 1
     bad = [c for c in plan["checks"] if not c["ok"]]
-    assert [c["name"] for c in bad] == ["scenario suite"] and "dyafdb scenarios check" in bad[0]["fix"]
+    assert [c["name"] for c in bad] == ["scenario suite"] and "dyafdb suite check" in bad[0]["fix"]
 
 
 def test_readme_cost_section_is_the_commands_output(capsys, monkeypatch, tmp_path):

@@ -1,4 +1,4 @@
-"""`dyafdb scenarios check`: one test per rule, each breaking a small valid suite in a tmp dir."""
+"""`dyafdb suite check`: one test per rule, each breaking a small valid suite in a tmp dir."""
 
 from __future__ import annotations
 
@@ -530,24 +530,24 @@ def test_every_rule_has_a_test() -> None:
 
 
 def test_cli_clean(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["scenarios", "check", "--root", str(REAL_SUITE)]) == 0
+    assert main(["suite", "check", "--root", str(REAL_SUITE)]) == 0
     out = capsys.readouterr().out
     assert "180 scenarios" in out and "pass" in out
 
 
 def test_cli_problems(suite: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["scenarios", "check", "--root", str(suite)]) == 1
+    assert main(["suite", "check", "--root", str(suite)]) == 1
     out = capsys.readouterr().out
     assert "[count]" in out and "problem(s)" in out
 
 
 def test_cli_missing_root(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["scenarios", "check", "--root", str(tmp_path / "nowhere")]) == 2
+    assert main(["suite", "check", "--root", str(tmp_path / "nowhere")]) == 2
     assert "no scenario folder" in capsys.readouterr().err
 
 
 def test_cli_rules(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["scenarios", "rules"]) == 0
+    assert main(["suite", "rules"]) == 0
     out = capsys.readouterr().out
     assert all(rule in out for rule in RULES)
 

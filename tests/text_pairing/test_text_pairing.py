@@ -102,7 +102,7 @@ def test_score_and_table9(tmp_path):
             tmp_path / "speech.tsv")
     runs_product([tmp_path / "speech.tsv"], Settings(models=["m1", "m2"]), tmp_path / "runs.tsv")
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
-    assert main(["text-pair", "table", "--config", str(tmp_path / "config.yaml"), "--runs", str(tmp_path / "runs.tsv"),
+    assert main(["text-pairing", "table", "--config", str(tmp_path / "config.yaml"), "--runs", str(tmp_path / "runs.tsv"),
                  "--text-measures", *map(str, paths), "--out", str(tmp_path / "t9.tsv"), "--html", str(tmp_path / "t9.html")]) == 0
     t9 = pd.read_csv(tmp_path / "t9.tsv", sep="\t")
     assert list(t9["kind"]) == ["speech", "speech", "text", "text"] and list(t9["model"]) == ["m1", "m2", "ta", "tb"]

@@ -306,16 +306,16 @@ def test_cli_builds_the_site_and_guards_the_full_one(demo, tmp_path, capsys):
     cfg.write_text(yaml.safe_dump(config))
     out = tmp_path / "cli-site"
     ids = [r.conversation_id for r in build_design(config, root)][:2]
-    argv = ["view", "-c", str(cfg), "--root", str(root), "--out", str(out), "--id", ids[0], "--id", ids[1],
+    argv = ["viewer", "-c", str(cfg), "--root", str(root), "--out", str(out), "--id", ids[0], "--id", ids[1],
             "--audio", "wav", "--no-annotation"]
     assert cli_main(argv) == 0
     assert "2 conversation pages" in capsys.readouterr().out
     assert len(list((out / "media").glob("*.wav"))) == 2 and (out / "index.html").exists()
     site = viewer_settings(config, root).out
-    assert cli_main(["view", "-c", str(cfg), "--root", str(root), "--annotation-only", "--out", str(site)]) == 2
+    assert cli_main(["viewer", "-c", str(cfg), "--root", str(root), "--annotation-only", "--out", str(site)]) == 2
     assert "overwrite the full site" in capsys.readouterr().err
-    assert cli_main(["view", "-c", str(cfg), "--root", str(root), "--out", str(out), "--sample", "T1-1"]) == 2
-    assert cli_main(["view", "-c", str(cfg), "--root", str(root), "--out", str(out), "--id", "nope"]) == 2
+    assert cli_main(["viewer", "-c", str(cfg), "--root", str(root), "--out", str(out), "--sample", "T1-1"]) == 2
+    assert cli_main(["viewer", "-c", str(cfg), "--root", str(root), "--out", str(out), "--id", "nope"]) == 2
 
 
 def test_viewer_config_is_checked():

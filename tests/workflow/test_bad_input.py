@@ -84,7 +84,7 @@ def test_too_few_scenarios_for_the_suite(tmp_path):
 def test_cli_prints_the_message_and_exits_2(tmp_path, capsys):
     cfg = scripted_config()
     cfg["suites"]["t"]["window_s"] = "sixty"
-    assert main(["design", "--config", write_config(tmp_path, cfg), "--root", str(tmp_path)]) == 2
+    assert main(["suite", "design", "--config", write_config(tmp_path, cfg), "--root", str(tmp_path)]) == 2
     assert "suites.t.window_s = 'sixty'" in capsys.readouterr().err
 
 
@@ -117,7 +117,7 @@ def test_an_id_that_climbs_out_of_the_results_folder_is_refused_everywhere(tmp_p
     write_project(tmp_path, ["T1-1"])
     _recording_at(tmp_path / "x", "x")  # what results/recordings/../../x points at
     cfg = ["--config", str(tmp_path / "config.yaml"), "--root", str(tmp_path)]
-    for command in (["score"], ["segments"], ["transcript"], ["mechanical"], ["record"], ["garble"], ["view"]):
+    for command in (["score"], ["score", "segments"], ["score", "transcript"], ["score", "mechanical"], ["record"], ["record", "garble"], ["viewer"]):
         assert main([*command, *cfg, "--id", "../../x"]) == 2, command
         err = capsys.readouterr().err
         assert "--id = '../../x' is not a conversation id" in err and "Traceback" not in err, (command, err)
@@ -157,7 +157,7 @@ def test_design_ids_and_the_workflow_wildcard_use_the_one_id_pattern(tmp_path):
 def test_a_config_with_bytes_that_are_not_utf8_names_the_file_and_line(tmp_path, capsys):
     path = tmp_path / "cfg.yaml"
     path.write_bytes(yaml.safe_dump(scripted_config()).encode() + b"# caf\xe9\n")
-    assert main(["design", "--config", str(path), "--root", str(tmp_path)]) == 2
+    assert main(["suite", "design", "--config", str(path), "--root", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}: line" in err and "not UTF-8" in err and "Traceback" not in err
 
@@ -166,10 +166,10 @@ def test_a_scenario_with_bytes_that_are_not_utf8_is_named_by_design_and_by_scena
     write_suite(tmp_path)
     scenario = tmp_path / "scenarios" / "T1-1" / "t1-1-fixture-01.yaml"
     scenario.write_bytes(scenario.read_bytes().replace(b"Avery", b"Av\xe9ry"))
-    assert main(["design", "--config", write_config(tmp_path, scripted_config()), "--root", str(tmp_path)]) == 2
+    assert main(["suite", "design", "--config", write_config(tmp_path, scripted_config()), "--root", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert str(scenario) in err and "not UTF-8" in err
-    rc = main(["scenarios", "check", "--root", str(tmp_path / "scenarios")])
+    rc = main(["suite", "check", "--root", str(tmp_path / "scenarios")])
     out = capsys.readouterr()
     assert rc != 0 and "Traceback" not in out.err and "not UTF-8" in out.out + out.err
 
@@ -184,7 +184,7 @@ def test_a_scenario_with_bytes_that_are_not_utf8_is_named_by_design_and_by_scena
 def test_a_broken_variance_table_is_named(tmp_path, capsys, content, says):
     path = tmp_path / "cells.tsv"
     path.write_bytes(content)
-    assert main(["variance", str(path)]) == 2
+    assert main(["analysis", "variance-cells", str(path)]) == 2
     err = capsys.readouterr().err
     assert str(path) in err and says in err and "Traceback" not in err
 
@@ -192,7 +192,7 @@ def test_a_broken_variance_table_is_named(tmp_path, capsys, content, says):
 def test_a_ragged_per_run_table_is_named(tmp_path, capsys):
     path = tmp_path / "runs.tsv"
     path.write_bytes(b"conversation_id\tmodel\nc1\tm1\textra\n")
-    assert main(["analyze", "variance", "--runs", str(path), "--out", str(tmp_path / "v.tsv")]) == 2
+    assert main(["analysis", "variance", "--runs", str(path), "--out", str(tmp_path / "v.tsv")]) == 2
     err = capsys.readouterr().err
     assert f"{path}: per-run table has a row with the wrong number of fields" in err and "Traceback" not in err
 
@@ -200,7 +200,7 @@ def test_a_ragged_per_run_table_is_named(tmp_path, capsys):
 def test_an_empty_measures_table_is_named(tmp_path, capsys):
     path = tmp_path / "measures.tsv"
     path.write_bytes(b"")
-    assert main(["analyze", "runs", "--measures", str(path), "--out", str(tmp_path / "runs.tsv")]) == 2
+    assert main(["analysis", "runs", "--measures", str(path), "--out", str(tmp_path / "runs.tsv")]) == 2
     err = capsys.readouterr().err
     assert f"{path}: measures table is empty" in err and "Traceback" not in err
     assert not (tmp_path / "runs.tsv").exists()
@@ -210,7 +210,7 @@ def test_a_window_no_longer_than_the_lead_in_is_refused(tmp_path, capsys):
     write_suite(tmp_path)
     cfg = scripted_config(window_s=1.0)
     cfg["bridge"]["lead_in_s"] = 1.5
-    assert main(["design", "--config", write_config(tmp_path, cfg), "--root", str(tmp_path)]) == 2
+    assert main(["suite", "design", "--config", write_config(tmp_path, cfg), "--root", str(tmp_path)]) == 2
     assert "suites.t.window_s = 1.0 is not longer than bridge.lead_in_s = 1.5" in capsys.readouterr().err
 
 

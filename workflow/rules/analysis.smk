@@ -34,7 +34,7 @@ rule analysis_runs:
         runtime=10,
         **CPU_SITE,
     shell:
-        "dyafdb analyze runs {params.cfg} --archetype {wildcards.task} --out {output} > {log} 2>&1"
+        "dyafdb analysis runs {params.cfg} --archetype {wildcards.task} --out {output} > {log} 2>&1"
 
 
 rule analysis_matrix:
@@ -62,7 +62,7 @@ rule analysis_matrix:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb analyze matrix {params.cfg} --runs {input} --task {wildcards.task}"
+        "dyafdb analysis matrix {params.cfg} --runs {input} --task {wildcards.task}"
         " --out {output.tsv} --html {output.html} > {log} 2>&1"
 
 
@@ -91,7 +91,7 @@ rule analysis_turntaking:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb analyze turntaking {params.cfg} --runs {input} --metric {wildcards.metric}"
+        "dyafdb analysis turntaking {params.cfg} --runs {input} --metric {wildcards.metric}"
         " --out {output.tsv} --html {output.html} > {log} 2>&1"
 
 
@@ -124,7 +124,7 @@ rule analysis_health:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb analyze health {params.cfg} --runs {input} --metric {wildcards.metric}"
+        "dyafdb analysis health {params.cfg} --runs {input} --metric {wildcards.metric}"
         " --out {output.tsv} --html {output.html} > {log} 2>&1"
 
 
@@ -148,7 +148,7 @@ rule analysis_health_models:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb analyze health-models {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
+        "dyafdb analysis health-models {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
 
 
 rule analysis_variance:
@@ -171,7 +171,7 @@ rule analysis_variance:
         runtime=15,
         **CPU_SITE,
     shell:
-        "dyafdb analyze variance {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
+        "dyafdb analysis variance {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
 
 
 rule analysis_timing:
@@ -195,7 +195,7 @@ rule analysis_timing:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb analyze timing {params.cfg} --runs {input} --out {output.tsv} --curves {output.curves}"
+        "dyafdb analysis timing {params.cfg} --runs {input} --out {output.tsv} --curves {output.curves}"
         " --html {output.html} > {log} 2>&1"
 
 
@@ -223,7 +223,7 @@ rule analysis_action_success:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb analyze action-success {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
+        "dyafdb analysis action-success {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
 
 
 rule analysis_windows:
@@ -246,7 +246,7 @@ rule analysis_windows:
         runtime=10,
         **CPU_SITE,
     shell:
-        "dyafdb analyze windows {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
+        "dyafdb analysis windows {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
 
 
 rule analysis_balance:
@@ -269,7 +269,7 @@ rule analysis_balance:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb analyze balance {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
+        "dyafdb analysis balance {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
 
 
 rule analysis_agreement:
@@ -293,7 +293,7 @@ rule analysis_agreement:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb analyze agreement {params.cfg} --measures {input.measures} --out {output.tsv}"
+        "dyafdb analysis agreement {params.cfg} --measures {input.measures} --out {output.tsv}"
         " --html {output.html} > {log} 2>&1"
 
 
@@ -317,7 +317,7 @@ rule analysis_profiles:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb analyze profiles {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
+        "dyafdb analysis profiles {params.cfg} --runs {input} --out {output.tsv} --html {output.html} > {log} 2>&1"
 
 
 rule analysis_rating:
@@ -352,7 +352,7 @@ rule analysis_rating:
         runtime=15,
         **CPU_SITE,
     shell:
-        "dyafdb analyze rating {params.cfg} --runs {input} --out {output.tsv} --effects {output.effects}"
+        "dyafdb analysis rating {params.cfg} --runs {input} --out {output.tsv} --effects {output.effects}"
         " --html {output.html} > {log} 2>&1"
 
 
@@ -372,7 +372,7 @@ rule analysis_versions:
         runtime=2,
         **CPU_SITE,
     shell:
-        "dyafdb analyze versions {params.cfg} --out {output.versions} --config-out {output.config} > {log} 2>&1"
+        "dyafdb analysis versions {params.cfg} --out {output.versions} --config-out {output.config} > {log} 2>&1"
 
 
 # ---------------------------------------------------------------- figures (each from its table)
@@ -406,7 +406,7 @@ for _name, (_kind, _inputs, _category) in ANALYSIS_PLAN.figures().items():
             runtime=5,
             **CPU_SITE,
         shell:
-            "dyafdb figure {params.kind} {params.cfg} --input {input} --out-prefix {params.prefix} > {log} 2>&1"
+            "dyafdb analysis figure {params.kind} {params.cfg} --input {input} --out-prefix {params.prefix} > {log} 2>&1"
 
 
 # ---------------------------------------------------------------- the report
@@ -434,7 +434,7 @@ rule analysis_report:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb report {params.cfg} --tables {input.tables} --figures {input.figures} --captions {params.captions}"
+        "dyafdb analysis report {params.cfg} --tables {input.tables} --figures {input.figures} --captions {params.captions}"
         " --versions {input.versions} --config-file {input.config} --out {output} > {log} 2>&1"
 
 

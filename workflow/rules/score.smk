@@ -1,6 +1,6 @@
 # Mechanical scoring: ONE job per conversation (the full suite has 7,560 and planning costs per
 # job) that writes each stage's own file: VAD segments, the anonymised transcript, and the
-# turn-taking / occupancy / leak measures. Each stage also runs alone: dyafdb segments | transcript | mechanical.
+# turn-taking / occupancy / leak measures. Each stage also runs alone: dyafdb score segments | transcript | mechanical.
 from dyafdb.score.plan import ScoringPlan
 
 SCORING = ScoringPlan(config, CONVERSATIONS, RESULTS)
@@ -35,7 +35,7 @@ rule score:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb score {params.cfg} --id {wildcards.conversation} > {log} 2>&1"
+        "dyafdb score all {params.cfg} --id {wildcards.conversation} > {log} 2>&1"
 
 
 # One archetype's mechanical measures (every conversation's VAD, turn-taking, occupancy and leak

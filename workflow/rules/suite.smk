@@ -14,7 +14,7 @@ rule design:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb design {params.cfg} --out {output} > {log} 2>&1"
+        "dyafdb suite design {params.cfg} --out {output} > {log} 2>&1"
 
 
 FINAL_TARGETS.append(R.design)

@@ -22,7 +22,7 @@ rule text_pair_generate:
         runtime=120,
         **CPU_SITE,
     shell:
-        "dyafdb text-pair generate {params.cfg} --archetype {wildcards.task} --out {output} > {log} 2>&1"
+        "dyafdb text-pairing generate {params.cfg} --archetype {wildcards.task} --out {output} > {log} 2>&1"
 
 
 rule text_pair_score:
@@ -46,7 +46,7 @@ rule text_pair_score:
         runtime=120,
         **CPU_SITE,
     shell:
-        "dyafdb text-pair score {params.cfg} --conversations {input.conversations} --out {output} > {log} 2>&1"
+        "dyafdb text-pairing score {params.cfg} --conversations {input.conversations} --out {output} > {log} 2>&1"
 
 
 rule text_pair_table:
@@ -70,5 +70,5 @@ rule text_pair_table:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb text-pair table {params.cfg} --runs {input.runs} --text-measures {input.text}"
+        "dyafdb text-pairing table {params.cfg} --runs {input.runs} --text-measures {input.text}"
         " --out {output.tsv} --html {output.html} > {log} 2>&1"

@@ -1,5 +1,5 @@
 # The conversation viewer and blind annotation pages: one job that writes a static site under
-# <results_dir>/site (dyafdb view; docs/viewer.md). Audio copies and waveform peaks are cached
+# <results_dir>/site (dyafdb viewer; docs/viewer.md). Audio copies and waveform peaks are cached
 # next to the pages, so a rerun after new recordings or judge answers re-encodes only what changed.
 from dyafdb.viewer.settings import viewer_settings
 
@@ -33,7 +33,7 @@ rule view:
         runtime=10 + int(VIEW_AUDIO_MIN * 1.5 / VIEW_THREADS / 60),
         **CPU_SITE,
     shell:
-        "dyafdb view {params.cfg} --jobs {threads} > {log} 2>&1"
+        "dyafdb viewer {params.cfg} --jobs {threads} > {log} 2>&1"
 
 
 if VIEWER.build:

@@ -42,5 +42,5 @@ def token_map(path: Path) -> dict[str, str]:
     doc = read_key(path)
     if doc is None:
         raise InputError(f"{path}: annotation key not found; the human labels name items by token and only the "
-                         "key written beside the site by `dyafdb view` maps them back (set analysis.annotation_key)")
+                         "key written beside the site by `dyafdb viewer` maps them back (set analysis.annotation_key)")
     return {it["item"]: it["conversation_id"] for it in doc.get("items", [])}

@@ -1,6 +1,6 @@
 """Each analysis product as one function: read its input, compute, write its files.
 
-The ``dyafdb analyze`` command and the benchmark call these; Snakemake runs one product per rule.
+The ``dyafdb analysis`` command and the benchmark call these; Snakemake runs one product per rule.
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def read_runs(paths: Path | list[Path]) -> pd.DataFrame:
     frames = []
     for path in paths:
         if not Path(path).exists():
-            raise InputError(f"{path}: per-run table not found; run `dyafdb analyze runs` (the analysis_runs rule) first")
-        frames.append(read_delimited(path, "per-run table", "run `dyafdb analyze runs` (the analysis_runs rule) again",
+            raise InputError(f"{path}: per-run table not found; run `dyafdb analysis runs` (the analysis_runs rule) first")
+        frames.append(read_delimited(path, "per-run table", "run `dyafdb analysis runs` (the analysis_runs rule) again",
                                      dtype=str, keep_default_na=False))
     runs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     numeric = [c for c in runs.columns if c not in RUN_STRINGS and c not in (C.OPENER, "pinned")]

@@ -17,7 +17,7 @@ statsmodels' ``anova_lm(typ=2)`` and the closed form). They need not sum to one;
 reported as it is, not renormalised.
 
 Where the cells cannot answer the question, the terms are left empty (NaN, null in
-``dyafdb variance``) with the reason, never printed as zeros (:func:`why_undefined`): a table whose
+``dyafdb analysis variance-cells``) with the reason, never printed as zeros (:func:`why_undefined`): a table whose
 cell means are all equal has no variance to split, and a grid where the model of a cell fixes its
 partner (a two-model cross-play grid: cells (A, B) and (B, A)) cannot separate model from partner.
 

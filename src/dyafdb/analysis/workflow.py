@@ -81,7 +81,7 @@ class AnalysisPlan:
         return json.dumps({"judge": self.text.get("judge"), "judges": self.config.get("judge")}, sort_keys=True, default=str)
 
     def figures(self) -> dict[str, tuple[str, list[str], str]]:
-        """figure name -> (dyafdb figure kind, input tables, report category)."""
+        """figure name -> (dyafdb analysis figure kind, input tables, report category)."""
         t = self.results.analysis_table
         out = {
             "task_matrices": ("matrices", [t(f"score_{task}") for task in self.tasks], "Task scores"),

@@ -100,7 +100,7 @@ def model_checks(config: Mapping[str, Any], models: Iterable[str]) -> list[Check
 
 
 def suite_checks(config: Mapping[str, Any], rows: Sequence[Conversation], root: Path = Path(".")) -> list[Check]:
-    """Every scenario the design uses passes the suite rules (`dyafdb scenarios check`)."""
+    """Every scenario the design uses passes the suite rules (`dyafdb suite check`)."""
     scenarios = sorted({(r.archetype, r.scenario) for r in rows})
     problems = []
     for archetype, scenario in scenarios:
@@ -112,7 +112,7 @@ def suite_checks(config: Mapping[str, Any], rows: Sequence[Conversation], root: 
     if problems:
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
         return [Check("scenario suite", False, f"{len(problems)} problem(s): {shown}",
-                      f"run `dyafdb scenarios check --root {config['scenarios_dir']}` and fix each file")]
+                      f"run `dyafdb suite check --root {config['scenarios_dir']}` and fix each file")]
     return [Check("scenario suite", True, f"{len(scenarios)} scenarios pass the suite rules")]
 
 

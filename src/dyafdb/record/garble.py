@@ -19,7 +19,8 @@ transcribed in full. Choices the paper leaves open:
 * A recording no longer than 30 s is transcribed once; both passes read that transcript.
 * The text of the first pass is the side's tokens stamped before 30 s; its audio the first 30 s.
 
-A flagged run is recorded again with the next attempt number (new seeds, derived from id and
+The loop that records, checks and records again is dyafdb.record.checked; this module is the
+watcher and its verdict. A flagged run is recorded again with the next attempt number (new seeds, derived from id and
 attempt) until one passes or ``rerecordings`` (5) re-recordings were made: Appendix H counts a run
 as failed after 5 re-recordings, 6 recordings in all (``max_attempts``, the recordings in all, is
 still read from older configs). All attempts are made in a
@@ -38,20 +39,19 @@ the verdict (status, checked and failed sides, accepted attempt) also in meta.js
 from __future__ import annotations
 
 import json
-import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Any, Mapping, Protocol
 
 import numpy as np
 
 from dyafdb.record.bridge import SIDES
 from dyafdb.clock import FRAME_SAMPLES, SAMPLE_RATE, frames_ceil
 from dyafdb.suite.design import Conversation
-from dyafdb.fileio import read_json, write_json_atomic
+from dyafdb.fileio import read_json
 from dyafdb.polyphase import resample
-from dyafdb.record.recording import FILES, Recording, publish, read_meta, read_recording, staging_dir, write_meta
+from dyafdb.record.recording import Recording, read_meta, read_recording
 from dyafdb.errors import InputError
 from dyafdb.record.tokens import join_tokens
 from dyafdb.wordmatch import share, words  # noqa: F401 (the word counting is shared with dyafdb.score.health)
@@ -180,6 +180,20 @@ def check_side(rec: Recording, side: str, settings: GarbleSettings, transcriber:
     return result
 
 
+def check_recording(config: Mapping[str, Any], recording_dir: Path,
+                    sides: list[str] | None = None) -> dict[str, dict[str, Any]] | None:
+    """The watcher's verdict on an existing recording (no re-recording): ``sides``, else the sides
+    whose model config marks ``garble_check``; None when there is no side to check."""
+    rec = read_recording(recording_dir)
+    sides = sides or [ch["side"] for ch in rec.meta.get("channels", [])
+                      if (config["models"].get(ch["model"]) or {}).get("garble_check")]
+    if not sides:
+        return None
+    settings = GarbleSettings.from_config(config)
+    transcriber = load_transcriber(settings)
+    return {side: check_side(rec, side, settings, transcriber) for side in sides}
+
+
 def checked_sides(config: Mapping[str, Any], row: Conversation) -> list[str]:
     return [side for side in SIDES if (config["models"][row.model_of(side)] or {}).get("garble_check", False)]
 
@@ -192,84 +206,12 @@ def garble_params(config: Mapping[str, Any], row: Conversation) -> str:
     return json.dumps(config.get("garble") or {}, sort_keys=True)
 
 
-def record_checked(config: Mapping[str, Any], row: Conversation, out_dir: Path, pool: Any, root: Path = Path("."),
-                   transcriber: Transcriber | None = None,
-                   record: Callable[..., dict[str, Any]] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Record ``row``, run the watcher on its marked sides, re-record while flagged; write garble.json.
-
-    Every attempt, the verdict and the rejected attempts are built in a staging folder that replaces
-    ``out_dir`` in one step once the verdict is known (:func:`dyafdb.record.recording.publish`), so a
-    kill during the Whisper check or a failed re-record leaves the previous recording, verdict
-    included, as it was. meta.json carries the verdict too (``garble``), so it survives a lost
-    garble.json and scoring can tell a checked recording from an unchecked one.
-    """
-    from dyafdb.record.conversation import record_conversation
-
-    record = record or record_conversation
-    settings = GarbleSettings.from_config(config)
-    out_dir = Path(out_dir)
-    sides = checked_sides(config, row)
-    staged = staging_dir(out_dir)
-    try:
-        attempts: list[dict[str, Any]] = []
-        attempt = row.attempt
-        while True:
-            attempt_dir = staged / "attempts" / f"attempt-{attempt}"
-            meta = record(config, row, attempt_dir, pool, root, attempt=attempt)
-            if not sides:
-                break
-            if transcriber is None:
-                transcriber = load_transcriber(settings)
-            rec = read_recording(attempt_dir)
-            results = {side: check_side(rec, side, settings, transcriber) for side in sides}
-            flagged = any(r["flagged"] for r in results.values())
-            attempts.append({"attempt": attempt, "seeds": meta.get("seeds"), "flagged": flagged, "sides": results})
-            if not flagged or attempt - row.attempt + 1 >= settings.recordings:
-                break
-            attempt += 1
-        status = "not_checked" if not sides else ("failed" if attempts[-1]["flagged"] else "ok")
-        doc = {
-            "format": FORMAT,
-            "conversation_id": row.conversation_id,
-            "checked_sides": sides,
-            "settings": {**asdict(settings), "model": str(settings.model_path()) if sides else settings.model},
-            "attempts": attempts,
-            "accepted_attempt": attempt,
-            "status": status,
-        }
-        accepted = staged / "attempts" / f"attempt-{attempt}"
-        accepted_meta = read_meta(accepted)
-        for name in FILES:
-            if name != "meta.json":
-                (accepted / name).replace(staged / name)
-        for earlier in range(row.attempt, attempt):
-            if settings.keep_rejected:
-                (staged / "rejected").mkdir(exist_ok=True)
-                (staged / "attempts" / f"attempt-{earlier}").replace(staged / "rejected" / f"attempt-{earlier}")
-        shutil.rmtree(staged / "attempts")
-        write_json_atomic(staged / "garble.json", doc)
-        meta = write_meta(staged, {**accepted_meta, "garble": verdict(doc)})
-        publish(staged, out_dir)
-    finally:
-        shutil.rmtree(staged, ignore_errors=True)
-    return meta, doc
-
-
 def verdict(doc: Mapping[str, Any]) -> dict[str, Any]:
     """What meta.json keeps of a garble report: enough for every later stage without garble.json."""
     last = doc["attempts"][-1]["sides"] if doc["attempts"] else {}
     return {"status": doc["status"], "checked_sides": list(doc["checked_sides"]),
             "accepted_attempt": doc["accepted_attempt"],
             "failed_sides": [side for side, r in last.items() if r["flagged"]] if doc["status"] == "failed" else []}
-
-
-def record_many_checked(config: Mapping[str, Any], rows: Iterable[Conversation], out_root: Path,
-                        root: Path = Path("."), log_dir: Path | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """``record_many`` with the watch loop: models load once per job and are reused for re-recording."""
-    from dyafdb.record.conversation import AgentPool
-
-    with AgentPool(dict(config), log_dir) as pool:
-        return [record_checked(config, row, Path(out_root) / row.conversation_id, pool, root) for row in rows]
 
 
 def read_garble(recording_dir: Path) -> dict[str, Any] | None:

@@ -2,7 +2,7 @@
 
 The three stages share one job per conversation (the full suite has 7,560 of them, and planning
 costs per job), but each writes its own output, and each can run alone from the previous stage's
-file (``dyafdb segments``, ``dyafdb transcript``, ``dyafdb mechanical``):
+file (``dyafdb score segments``, ``dyafdb score transcript``, ``dyafdb score mechanical``):
 
 ``results/segments/<id>.json``      VAD segments per channel (:mod:`dyafdb.score.vad`)
 ``results/transcripts/<id>.txt``    what the judge reads (:mod:`dyafdb.score.transcript`)

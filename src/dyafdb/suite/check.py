@@ -1,7 +1,7 @@
 """Suite-level checks of the scenario files beyond what the schema and the loader enforce.
 
 ``check_suite(root)`` reads every ``<root>/<ARCHETYPE>/*.yaml`` and returns one :class:`Problem`
-per broken rule, each naming the file and the rule id; ``dyafdb scenarios check`` prints them.
+per broken rule, each naming the file and the rule id; ``dyafdb suite check`` prints them.
 The rules are listed in :data:`RULES` and explained in ``scenarios/README.md``.
 
 Text comparisons ("a prompt contains X") are made on folded tokens: case, accents, punctuation

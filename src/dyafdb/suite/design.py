@@ -147,7 +147,7 @@ def read_design(path: Path) -> list[Conversation]:
         reader = csv.DictReader(fh, delimiter="\t")
         missing = set(COLUMNS) - set(reader.fieldnames or [])
         if missing:
-            raise InputError(f"{path}: design table lacks columns {', '.join(sorted(missing))}; regenerate it with `dyafdb design`")
+            raise InputError(f"{path}: design table lacks columns {', '.join(sorted(missing))}; regenerate it with `dyafdb suite design`")
         out = []
         for row in reader:
             out.append(Conversation(**{
@@ -161,7 +161,7 @@ def find_conversation(rows: Iterable[Conversation], cid: str) -> Conversation:
     for row in rows:
         if row.conversation_id == cid:
             return row
-    raise InputError(f"conversation {cid!r} is not in the design table; run `dyafdb design` with the same config")
+    raise InputError(f"conversation {cid!r} is not in the design table; run `dyafdb suite design` with the same config")
 
 
 def count_summary(rows: list[Conversation]) -> dict[str, Any]:

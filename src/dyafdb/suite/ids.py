@@ -23,5 +23,5 @@ def check_id(value: str, source: str = "--id") -> str:
     if not isinstance(value, str) or not _ID.fullmatch(value):
         raise InputError(f"{source} = {value!r} is not a conversation id: ids are lower-case letters, digits and "
                          f"'.', '_', '-', starting with a letter or digit (the pattern {ID_PATTERN}); copy the id "
-                         "from `dyafdb design` or from the recordings folder")
+                         "from `dyafdb suite design` or from the recordings folder")
     return value

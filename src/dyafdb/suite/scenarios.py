@@ -35,7 +35,7 @@ OPENER_LINE = "You speak first. Begin speaking immediately, without waiting for 
 SIDES = ("a", "b")
 
 PROMPT_WORDS = (40, 110)  # inclusive range for every side prompt, counted as whitespace-separated words
-# `dyafdb scenarios check` holds prompts to PROMPT_WORDS; loading refuses only a prompt so far
+# `dyafdb suite check` holds prompts to PROMPT_WORDS; loading refuses only a prompt so far
 # beyond it that it is surely a mistake (a pasted document), which would otherwise be recorded.
 PROMPT_WORDS_LIMIT = 3 * PROMPT_WORDS[1]
 
@@ -84,7 +84,7 @@ def load_scenario(path: Path) -> Scenario:
         if words > PROMPT_WORDS_LIMIT:
             raise InputError(f"{path}: field sides.{side}.prompt has {words} words, far beyond the suite's "
                              f"{PROMPT_WORDS[0]}-{PROMPT_WORDS[1]} (refused above {PROMPT_WORDS_LIMIT}); shorten it "
-                             "and run `dyafdb scenarios check`")
+                             "and run `dyafdb suite check`")
     return Scenario(
         id=data["id"], archetype=archetype, title=data["title"], situation=data["situation"],
         sides=data["sides"], answer_key=data.get("answer_key") or {}, path=path,

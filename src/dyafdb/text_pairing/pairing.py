@@ -204,7 +204,7 @@ def generate(config: Mapping[str, Any], root: Path, archetype: str, out: Path, l
 
 def read_conversations(path: Path) -> list[dict[str, Any]]:
     if not Path(path).exists():
-        raise InputError(f"{path}: text conversations not found; run `dyafdb text-pair generate` first")
+        raise InputError(f"{path}: text conversations not found; run `dyafdb text-pairing generate` first")
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 

@@ -1,6 +1,6 @@
 """The conversation viewer and the blind annotation pages: a static site under ``<results_dir>/site``.
 
-``dyafdb view`` builds it (docs/viewer.md). Modules, one job each: ``settings`` (config section),
+``dyafdb viewer`` builds it (docs/viewer.md). Modules, one job each: ``settings`` (config section),
 ``sources`` (reading a conversation's files), ``media`` (audio copies and waveform peaks),
 ``model`` (what a page shows, full or blind), ``summary`` (measures for the index), ``questions``
 (the judge's questions for human raters), ``sampler`` (which seats are annotated), ``pages`` (HTML),

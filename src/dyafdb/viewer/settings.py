@@ -47,3 +47,33 @@ def viewer_settings(config: Mapping[str, Any], root: Path = Path(".")) -> Viewer
         questions=tuple(questions) if questions is not None else None,
         seed=int(ann.get("seed", 0)),
     )
+
+
+def settings_with(config: Mapping[str, Any], root: Path, out: Path | None = None, audio: str | None = None,
+                  annotation_only: bool = False, no_annotation: bool = False, sample: list[str] | None = None,
+                  seed: int | None = None) -> ViewerSettings:
+    """The config's viewer settings with the command line's choices over them."""
+    import dataclasses
+
+    from dyafdb.errors import InputError
+    from dyafdb.viewer.sampler import parse_sample_args
+
+    settings = viewer_settings(config, root)
+    changes: dict[str, Any] = {}
+    if annotation_only and no_annotation:
+        raise InputError("--annotation-only and --no-annotation contradict each other; keep one")
+    if annotation_only:
+        changes["out"] = out or Path(results_of(config, root).annotation_site)
+        if Path(changes["out"]).resolve() == Path(settings.out).resolve():
+            raise InputError(f"--annotation-only would overwrite the full site in {settings.out}; give another --out")
+    elif out:
+        changes["out"] = out
+    if audio:
+        changes["audio"] = audio
+    if no_annotation:
+        changes["annotation"] = False
+    if sample:
+        changes["sample"] = parse_sample_args(sample)
+    if seed is not None:
+        changes["seed"] = seed
+    return dataclasses.replace(settings, **changes)

@@ -132,7 +132,7 @@ def _select_rows(config: Mapping[str, Any], root: Path, ids: Sequence[str] | Non
     known = {r.conversation_id for r in rows}
     unknown = [i for i in ids if i not in known]
     if unknown:
-        raise InputError(f"conversation {unknown[0]!r} is not in the design of this config; list them with `dyafdb design`")
+        raise InputError(f"conversation {unknown[0]!r} is not in the design of this config; list them with `dyafdb suite design`")
     wanted = set(ids)
     return [r for r in rows if r.conversation_id in wanted]
 

@@ -107,7 +107,7 @@
       var text = rows.map(function (r) { return r.map(csvField).join(","); }).join("\n") + "\n";
       download("human-labels-" + rater().replace(/[^A-Za-z0-9_.-]+/g, "_") + "-" + STUDY.study + ".csv", text);
       note.textContent = "Exported " + (rows.length - 1) + " labels. Give the file to whoever runs the agreement analysis " +
-        "(config analysis.human_labels or dyafdb analyze --human).";
+        "(config analysis.human_labels or dyafdb analysis agreement --human).";
       note.className = "note";
     });
     document.getElementById("clear").addEventListener("click", function () {

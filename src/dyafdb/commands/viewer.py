@@ -7,14 +7,11 @@ static server; see docs/viewer.md."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 from dyafdb.commands._common import add_config_argument, load_configs
-from dyafdb.paths import results_of
-from dyafdb.suite.ids import check_id
 
-NAME = "view"
+NAME = "viewer"
 HELP = "static site: conversation pages (audio, waveforms, transcript, measures, judges) and blind annotation"
 
 
@@ -37,32 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dyafdb.errors import InputError
-    from dyafdb.viewer.sampler import parse_sample_args
-    from dyafdb.viewer.settings import viewer_settings
+    from dyafdb.suite.ids import check_id
+    from dyafdb.viewer.settings import settings_with
     from dyafdb.viewer.site import build_site
 
     config = load_configs(args)
-    settings = viewer_settings(config, args.root)
-    full_site = settings.out
-    changes: dict = {}
-    if args.annotation_only and args.no_annotation:
-        raise InputError("--annotation-only and --no-annotation contradict each other; keep one")
-    if args.annotation_only:
-        changes["out"] = args.out or Path(results_of(config, args.root).annotation_site)
-        if Path(changes["out"]).resolve() == Path(full_site).resolve():
-            raise InputError(f"--annotation-only would overwrite the full site in {full_site}; give another --out")
-    elif args.out:
-        changes["out"] = args.out
-    if args.audio:
-        changes["audio"] = args.audio
-    if args.no_annotation:
-        changes["annotation"] = False
-    if args.sample:
-        changes["sample"] = parse_sample_args(args.sample)
-    if args.seed is not None:
-        changes["seed"] = args.seed
-    settings = dataclasses.replace(settings, **changes)
+    settings = settings_with(config, args.root, out=args.out, audio=args.audio, annotation_only=args.annotation_only,
+                             no_annotation=args.no_annotation, sample=args.sample, seed=args.seed)
     ids = [check_id(i) for i in args.ids] if args.ids else None
     summary = build_site(config, args.root, settings, ids=ids, jobs=args.jobs, annotation_only=args.annotation_only)
     print(f"open {Path(summary.out).resolve() / 'index.html'} (file://) or serve {summary.out} with any static server")

@@ -1,0 +1,65 @@
+"""The command families are named like the stages: `dyafdb <stage> [<action>]`, one thin module each."""
+
+from __future__ import annotations
+
+import pkgutil
+
+import pytest
+
+import dyafdb.commands
+from dyafdb.cli import build_parser
+from test_layers import STAGES
+
+# Stages whose work is only ever run by another stage's command (agents by record, llm by judge and
+# text pairing) have no command of their own.
+NO_COMMAND = {"agents", "llm"}
+
+
+def test_every_stage_has_its_command_named_after_it():
+    modules = {i.name for i in pkgutil.iter_modules(dyafdb.commands.__path__) if not i.name.startswith("_")}
+    assert set(STAGES) - NO_COMMAND <= modules
+    parser = build_parser()
+    names = set(parser._subparsers._group_actions[0].choices)
+    assert {s.replace("_", "-") for s in set(STAGES) - NO_COMMAND} <= names
+
+
+@pytest.mark.parametrize("argv, attrs", [
+    (["suite", "check"], {"action": "check"}),
+    (["suite", "rules"], {"action": "rules"}),
+    (["suite", "design", "--json"], {"action": "design", "json": True}),
+    (["record", "--id", "c1", "--id", "c2"], {"action": None, "ids": ["c1", "c2"]}),
+    (["record", "garble", "--id", "c1", "--side", "a"], {"action": "garble", "garble_id": "c1", "side": ["a"]}),
+    (["score", "--id", "c1"], {"stage": "all"}),
+    (["score", "segments", "--id", "c1"], {"stage": "segments"}),
+    (["score", "transcript", "--id", "c1"], {"stage": "transcript"}),
+    (["score", "mechanical", "--id", "c1"], {"stage": "mechanical"}),
+    (["judge", "--judge", "main"], {"judge": ["main"]}),
+    (["measures", "--no-judge"], {"no_judge": True}),
+    (["analysis", "runs", "--archetype", "T2", "--out", "r.tsv"], {"action": "runs", "archetype": "T2"}),
+    (["analysis", "matrix", "--runs", "r.tsv", "--task", "T2", "--out", "m.tsv"], {"action": "matrix", "task": "T2"}),
+    (["analysis", "figure", "variance", "--input", "v.tsv", "--out-prefix", "f"], {"action": "figure", "name": "variance"}),
+    (["analysis", "report", "--out", "r.html"], {"action": "report"}),
+    (["analysis", "variance-cells", "cells.tsv"], {"action": "variance-cells"}),
+    (["text-pairing", "generate", "--archetype", "T2", "--out", "t.jsonl"], {"step": "generate"}),
+    (["text-pairing", "table", "--runs", "r.tsv", "--out", "t9.tsv"], {"step": "table"}),
+    (["viewer", "--no-annotation"], {"no_annotation": True}),
+])
+def test_each_command_form_parses(argv, attrs):
+    args = build_parser().parse_args(argv)
+    for key, value in attrs.items():
+        assert getattr(args, key) == value, (argv, key)
+
+
+@pytest.mark.parametrize("old", ["analyze", "design", "scenarios", "segments", "transcript", "mechanical", "garble",
+                                 "figure", "report", "variance", "view", "text-pair"])
+def test_the_old_loose_commands_are_gone(old, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([old, "--help"])
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_record_without_an_id_says_what_to_pass(capsys):
+    from dyafdb.cli import main
+
+    assert main(["record"]) == 2
+    assert "needs --id" in capsys.readouterr().err
