@@ -121,7 +121,7 @@ def score_process(rec: Recording, asr: bool) -> float:
                 "frame_seconds": FRAME_SECONDS, "ticks": rec.ticks}
         write_recording(Recording(rec.audio, rec.tokens, meta), root / "results/recordings" / cid)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "dyafdb", "score", "--config", str(root / "config.yaml"),
+        subprocess.run([sys.executable, "-m", "dyafdb", "score", "all", "--config", str(root / "config.yaml"),
                         "--root", str(root), "--id", cid], check=True, capture_output=True)
         return time.perf_counter() - t0
 
