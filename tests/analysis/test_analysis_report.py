@@ -102,3 +102,15 @@ def test_matrix_cells_link_to_the_viewer_and_the_report_links_the_viewer(report)
     # results/analysis/report.html -> results/site/index.html
     assert "href='../site/index.html'" in report
     assert re.search(r"href='\.\./site/index\.html#tasks=T4-2&amp;window=60&amp;side=a&amp;model=alpha&amp;partner=beta'", report)
+
+
+def test_an_empty_table_says_why(tmp_path):
+    from analysis_helpers import conv, frame, settings
+    from dyafdb.analysis.products import action_success_product, balance_product
+    from dyafdb.analysis.runs import build_runs
+
+    runs = build_runs(frame(conv("c1", "T1-1", "x", "y", a={"in_role": 1}, b={"in_role": 0})), settings())
+    balance_product(runs, settings(), tmp_path / "b.tsv", tmp_path / "b.html")
+    action_success_product(runs, settings(), tmp_path / "a.tsv", tmp_path / "a.html")
+    assert "no asymmetric game (T3-2, T4-2, T4-3, T4-4) with an outcome in this config" in (tmp_path / "b.html").read_text()
+    assert "no T2, T3-2 or T4-2 run with a judged action in this config" in (tmp_path / "a.html").read_text()

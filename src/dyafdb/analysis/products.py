@@ -154,6 +154,7 @@ def variance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pa
         order = ["kind", "variant", "measure", "task", "model", "partner", "model_x_partner", "residual", "flag"]
         shown = pd.DataFrame(rows, columns=[c for c in order if any(c in r for r in rows)] or order).fillna("")
         write_text_atomic(html, render.frame_html(shown, "Variance decomposition (eta², bootstrap SD)", settings,
+                                                    empty="no measure has a value in these runs at the main window: nothing to decompose",
                                                   note="all = every cell; cross_play = self-play cells left out"))
     return table
 
@@ -169,6 +170,7 @@ def timing_product(runs: pd.DataFrame, settings: Settings, out: Path, curves_out
         for c in ("model", "partner"):
             shown[c] = shown[c].map(lambda m: "all" if m == "*" else settings.label(m))
         write_text_atomic(html, render.frame_html(shown, "Role timing and time to leak (Kaplan-Meier)", settings,
+                                                    empty="no T1 run with a judged role entry and no T4-2 run in this config",
                                                   note="median in seconds; n.r. = not reached within the window"))
     return summary, curves
 
@@ -182,7 +184,8 @@ def action_success_product(runs: pd.DataFrame, settings: Settings, out: Path, ht
         shown = table[table["partner"] == "avg"][["task", "model", "action", "success", "p_action", "p_success_given_action",
                                                   "p_action_and_success", "success_rate", "runs"]].copy()
         shown["model"] = shown["model"].map(settings.label)
-        write_text_atomic(html, render.frame_html(shown, "Action x success (per model, averaged over pairings)", settings))
+        write_text_atomic(html, render.frame_html(shown, "Action x success (per model, averaged over pairings)", settings,
+                                                    empty="no T2, T3-2 or T4-2 run with a judged action in this config"))
     return table
 
 
@@ -196,7 +199,8 @@ def windows_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pat
         shown["model"] = shown["model"].map(lambda m: m if m == "all" else settings.label(m))
         shown["interval"] = [f"[{render.fmt(lo)}, {render.fmt(hi)}]" for lo, hi in zip(shown["lower"], shown["upper"])]
         write_text_atomic(html, render.frame_html(shown[["label", "window_s", "model", "mean", "interval", "runs"]],
-                                                  f"Measures by window ({int(settings.ci * 100)}% intervals)", settings))
+                                                  f"Measures by window ({int(settings.ci * 100)}% intervals)", settings,
+                                                  empty="no run at the configured windows has a value of these measures"))
     return table
 
 
@@ -208,9 +212,12 @@ def balance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pat
     if html:
         shown = table.copy()
         shown["model"] = shown["model"].map(lambda m: m if m == "all" else settings.label(m))
-        write_text_atomic(html, render.frame_html(shown[["game", "row", "model", "side_a", "side_b", "value", "lower", "upper", "runs",
-                                                         "deal_rate", "advantaged", "role_advantage", "model_spread"]],
-                                                  "Game balance: side a's share of wins", settings))
+        write_text_atomic(html, render.frame_html(shown[["game", "outcome", "row", "model", "side_a", "side_b", "value", "lower",
+                                                         "upper", "model_share", "runs", "deal_rate", "advantaged",
+                                                         "role_advantage", "model_spread"]],
+                                                  "Game balance: side a's share of wins", settings,
+                                                  note="value is side a's share on every row; model_share is the row model's own side's",
+                                                  empty="no asymmetric game (T3-2, T4-2, T4-3, T4-4) with an outcome in this config"))
     return table
 
 
@@ -248,7 +255,8 @@ def profiles_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pa
     write_tsv(table, out)
     if html:
         write_text_atomic(html, render.frame_html(profiles_wide(table, settings), "Per-model profiles", settings,
-                                                  note="each answer follows the rule in the last column; no answer is marked best"))
+                                                  note="each answer follows the rule in the last column; no answer is marked best",
+                                                  empty="no runs at the main window to profile"))
     return table
 
 
@@ -264,7 +272,8 @@ def rating_product(runs: pd.DataFrame, settings: Settings, out: Path, effects_ou
             shown["model"] = shown["model"].map(settings.label)
         note = (f"Bradley-Terry over {', '.join(settings.contested)}; anchored at {settings.label(settings.anchor_model or '')} = "
                 f"{settings.anchor_rating:g}; rank counts only models whose interval lies wholly above; own:<task> = additive own effect")
-        write_text_atomic(html, render.frame_html(shown, "Leaderboard", settings, note=note))
+        write_text_atomic(html, render.frame_html(shown, "Leaderboard", settings, note=note,
+                                                    empty="no contested battles to rate in this config"))
     return board, effects
 
 

@@ -87,5 +87,8 @@ def frame_body(frame: pd.DataFrame, title: str, note: str = "", formatters: dict
 
 
 def frame_html(frame: pd.DataFrame, title: str, settings: Settings | None = None, note: str = "",
-               formatters: dict[str, Callable] | None = None) -> str:
+               formatters: dict[str, Callable] | None = None, empty: str = "") -> str:
+    """``empty``: why the table has no rows, printed in its place (an empty table always says why)."""
+    if frame.empty:
+        note = "; ".join(x for x in (empty or "no rows: nothing in these runs to tabulate", note) if x)
     return page(title, frame_body(frame, title, note, formatters), settings)
