@@ -34,7 +34,7 @@ class HealthParams:
     echo_lag_ticks: int = _default("echo_lag_ticks")
     echo_min_rms: float = _default("echo_min_rms")
     echo_threshold: float = _default("echo_threshold")
-    min_word_chars: int = 4  # the garble watcher's, so the share is the same number it computes
+    min_word_chars: int = schema_default("config-garble", "min_word_chars")  # the garble watcher's: the same share
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "HealthParams":
