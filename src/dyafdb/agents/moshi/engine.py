@@ -74,10 +74,21 @@ class _RowNoiseSampler:
     Call 0 of a tick is the text token, calls 1..dep_q the depformer's codebooks, as LMGen orders them.
     """
 
-    def __init__(self, text_noise: Any, audio_noise: Any):
+    def __init__(self, text_noise: Any, audio_noise: Any, forced: Any = None, forced_mask: Any = None):
         self.text_noise = text_noise  # (B, k_text)
         self.audio_noise = audio_noise  # (B, dep_q, k_audio)
+        # Optional (B, 1 + dep_q) tokens that win over the sample where forced_mask is set: the
+        # PersonaPlex fork's provided tokens, which also condition the depformer's next codebook.
+        self.forced, self.forced_mask = forced, forced_mask
         self.calls = 0
+
+    def _force(self, index: int, sampled: Any) -> Any:
+        import torch
+
+        if self.forced is None:
+            return sampled
+        shape = (sampled.shape[0],) + (1,) * (sampled.dim() - 1)
+        return torch.where(self.forced_mask[:, index].view(shape), self.forced[:, index].view(shape), sampled)
 
     def sample(self, logits: Any, use_sampling: bool, temp: float, top_k: int, top_p: float) -> Any:
         import torch
@@ -85,7 +96,7 @@ class _RowNoiseSampler:
         index = self.calls
         self.calls += 1
         if not (use_sampling and temp > 0.0):
-            return torch.argmax(logits, dim=-1)
+            return self._force(index, torch.argmax(logits, dim=-1))
         if top_p > 0.0 or top_k <= 0:
             raise AgentError("the batched Moshi engine samples with top-k only (moshi's defaults); "
                              "set sampling.top_k / top_k_text > 0")
@@ -95,7 +106,7 @@ class _RowNoiseSampler:
         noise = self.text_noise if index == 0 else self.audio_noise[:, index - 1]
         noise = noise[:, :k].reshape(top.shape[0], *([1] * (top.dim() - 2)), k).to(top.dtype)
         choice = (top / noise).argmax(dim=-1, keepdim=True)
-        return indices.gather(-1, choice)[..., 0]
+        return self._force(index, indices.gather(-1, choice)[..., 0])
 
 
 @dataclass
@@ -184,6 +195,25 @@ class BatchedMoshi:
             self._text_noise.copy_(self._text_noise_cpu, non_blocking=False)
             self._audio_noise.copy_(self._audio_noise_cpu, non_blocking=False)
 
+    def _run_lm(self, slots: list[int], call: Any) -> Any:
+        """``call()`` steps the LM with only ``slots`` executing, each sampling from its own noise."""
+        import torch
+
+        exec_mask = torch.zeros(self.capacity, dtype=torch.bool)
+        exec_mask[slots] = True
+        self._draw_noise(slots)
+        self.lm_gen.set_exec_mask(exec_mask.to(self.device))
+        self._sampler.calls = 0
+        _ACTIVE.sampler = self._sampler
+        try:
+            return call()
+        finally:
+            _ACTIVE.sampler = None
+
+    def _lm_step(self, slots: list[int], codes: Any) -> Any:
+        """The LM's step for the heard codes ``[B, n_q, 1]``: ``[B, 1 + dep_q, 1]``, -1 where none."""
+        return self._run_lm(slots, lambda: self.lm_gen.step(codes))
+
     def step(self, heard: dict[int, np.ndarray]) -> dict[int, Frame]:
         """Advance the given slots by one frame in one batched pass; other slots keep their state."""
         import torch
@@ -211,14 +241,7 @@ class BatchedMoshi:
                 self.mimi.reset_streaming(reset)
             for slot in slots:
                 self._slots[slot].frames += 1
-            self._draw_noise(slots)
-            self.lm_gen.set_exec_mask(exec_dev)
-            self._sampler.calls = 0
-            _ACTIVE.sampler = self._sampler
-            try:
-                tokens = self.lm_gen.step(codes[:, :, 0:1])
-            finally:
-                _ACTIVE.sampler = None
+            tokens = self._lm_step(slots, codes[:, :, 0:1])
             generated = exec_dev & (tokens[:, 0, 0] >= 0)
             pcm = None
             if bool(generated.any()):

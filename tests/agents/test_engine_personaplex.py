@@ -1,0 +1,157 @@
+"""The batched PersonaPlex engine on the tiny fork-shaped model (CPU, float32).
+
+Each side of a conversation runs the fork's prompt phase (a .pt voice, silence, its own text
+prompt, silence) alone in its slot when it joins, then steps in the shared batch. The same
+conversation run alone and in an engine of 16 slots, where 7 other conversations join at other
+ticks (their prompt phases run while it waits), one leaves before it so it reuses a dirty slot, and
+it sits out two ticks, gives the same text and audio tokens and audio within float tolerance.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("moshi")
+pytest.importorskip("sentencepiece")
+torch = pytest.importorskip("torch")
+
+import moshi_tiny  # noqa: E402
+from personaplex_fork import ForkLMGen, build_fork_stack  # noqa: E402
+
+from dyafdb.agents.moshi.personaplex import wrap_with_system_tags  # noqa: E402
+from dyafdb.agents.moshi.personaplex_engine import BatchedPersonaPlex, VoicePrompt  # noqa: E402
+from dyafdb.agents.moshi.stack import DEFAULT_SAMPLING  # noqa: E402
+
+TICKS = 24
+PROTO = moshi_tiny.train_tokenizer()
+ROLES = {"a": "you enjoy a good conversation", "b": "you want to book the table"}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with moshi_tiny.one_torch_thread():
+        yield
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    mimi, lm, tok = build_fork_stack(PROTO)
+    max_delay = max(lm.delays)
+    gen = torch.Generator().manual_seed(5)
+    # A released voice's shape: per-frame embeddings and the fork's token cache (max_delay + 3 positions).
+    cache = torch.randint(0, moshi_tiny.CARD, (1, lm.num_codebooks, max_delay + 3), generator=gen)
+    cache[:, 0] = torch.randint(4, lm.text_card, (1, max_delay + 3), generator=gen)
+    voice = VoicePrompt(torch.randn(5, 1, 1, lm.dim, generator=gen), cache)
+    return mimi, lm, tok, voice
+
+
+def seed_of(name: str, side: str) -> int:
+    return sum(ord(c) * 131 ** i for i, c in enumerate(f"{name}/{side}")) & 0xFFFFFF
+
+
+def make_engine(model, capacity: int) -> BatchedPersonaPlex:
+    mimi, lm, tok, _ = model
+    return BatchedPersonaPlex(mimi, lm, tok, capacity, DEFAULT_SAMPLING,
+                              silence_tokens=ForkLMGen.silence_tokens[0, :, 0].tolist(),
+                              sine_tokens=ForkLMGen.sine_tokens[0, :, 0].tolist(), audio_silence_frame_cnt=3)
+
+
+def run(model, capacity: int, plan: dict[str, list[int]]) -> dict:
+    """Step each conversation on the global ticks its plan lists; returns per side tokens and audio."""
+    tok, voice = model[2], model[3]
+    engine = make_engine(model, capacity)
+    try:
+        slots: dict[tuple[str, str], int] = {}
+        heard: dict[tuple[str, str], np.ndarray] = {}
+        got = {c: {s: {"tokens": [], "audio": [], "text": []} for s in "ab"} for c in plan}
+        for t in range(max(max(p) for p in plan.values()) + 1):
+            for c, ticks in plan.items():
+                if t == ticks[0]:
+                    for s in "ab":
+                        prompt = tok.encode(wrap_with_system_tags(ROLES[s]))
+                        slots[(c, s)] = engine.join(seed_of(c, s), text_prompt_tokens=prompt, voice=voice)
+                        heard[(c, s)] = np.zeros(1920, np.float32)
+            stepping = [c for c, ticks in plan.items() if t in ticks]
+            frames = engine.step({slots[(c, s)]: heard[(c, s)] for c in stepping for s in "ab"})
+            for c in stepping:
+                for s in "ab":
+                    frame = frames[slots[(c, s)]]
+                    got[c][s]["audio"].append(frame.audio)
+                    got[c][s]["text"].extend(frame.text)
+                    got[c][s]["tokens"].append(engine.last_tokens[slots[(c, s)]])
+                heard[(c, "a")], heard[(c, "b")] = frames[slots[(c, "b")]].audio, frames[slots[(c, "a")]].audio
+                if t == plan[c][-1]:
+                    for s in "ab":
+                        engine.leave(slots[(c, s)])
+        return {c: {s: {"tokens": np.stack(v["tokens"]), "audio": np.concatenate(v["audio"]),
+                        "text": v["text"]} for s, v in sides.items()} for c, sides in got.items()}
+    finally:
+        engine.close()
+
+
+def test_alone_and_in_a_batch_of_8_give_the_same_tokens(model):
+    alone = run(model, 2, {"x": list(range(TICKS))})["x"]
+    start = 5
+    x_ticks = [t for t in range(start, start + TICKS + 2) if t not in (start + 8, start + 9)]
+    plan = {"early": list(range(0, start)),  # leaves before x joins: x reuses its dirty slots
+            "x": x_ticks, **{f"c{i}": list(range(i, i + TICKS)) for i in range(6)},
+            "late": list(range(start + 3, start + 3 + TICKS))}  # its prompt phase runs mid-conversation of x
+    batched = run(model, 16, plan)
+    assert sum(1 for ticks in plan.values() if set(ticks) & set(x_ticks)) == 8
+    for side in "ab":
+        a, b = alone[side], batched["x"][side]
+        assert a["tokens"].shape == (TICKS, 17)  # text + the depformer's 16 codebooks
+        assert (a["tokens"] >= 0).all()  # past the delay warm-up: the prompt phase ran first
+        assert len(set(a["tokens"][:, 1].tolist())) > 5  # agent audio codes vary: not degenerate
+        np.testing.assert_array_equal(a["tokens"], b["tokens"])
+        assert a["text"] == b["text"]
+        assert np.abs(a["audio"]).max() > 0.01
+        np.testing.assert_allclose(a["audio"], b["audio"], rtol=0, atol=1e-4)
+    assert not np.array_equal(batched["c0"]["a"]["tokens"], batched["x"]["a"]["tokens"])
+
+
+def test_the_prompt_phase_shapes_the_conversation(model):
+    """The text prompt and the voice reach the model: changing either changes the tokens."""
+    tok, voice = model[2], model[3]
+
+    def first_tokens(role: str, voice_prompt) -> np.ndarray:
+        engine = make_engine(model, 2)
+        try:
+            slot = engine.join(7, text_prompt_tokens=tok.encode(wrap_with_system_tags(role)), voice=voice_prompt)
+            return np.stack([(engine.step({slot: np.zeros(1920, np.float32)}), engine.last_tokens[slot])[1]
+                             for _ in range(8)])
+        finally:
+            engine.close()
+
+    base = first_tokens(ROLES["a"], voice)
+    np.testing.assert_array_equal(base, first_tokens(ROLES["a"], voice))
+    assert not np.array_equal(base, first_tokens(ROLES["b"], voice))
+    other_voice = VoicePrompt(voice.embeddings.flip(0), voice.cache.roll(1, dims=2))
+    assert not np.array_equal(base, first_tokens(ROLES["a"], other_voice))
+
+
+def test_forced_tokens_win_over_the_sample_and_condition_the_depformer(model):
+    """The fork's provided tokens: the text prompt's tokens appear in the text stream at their positions."""
+    tok, voice = model[2], model[3]
+    engine = make_engine(model, 2)
+    try:
+        prompt = tok.encode(wrap_with_system_tags(ROLES["b"]))
+        seen: list[int] = []
+        original = engine._execute
+
+        def spy(slots, embeddings=None):
+            out = original(slots, embeddings)
+            if embeddings is None and out is not None:
+                seen.append(int(engine.lm_gen._streaming_state.cache[slots[0], 0,
+                                engine.lm_gen._streaming_state.offsets[slots[0]] % engine.lm_gen._streaming_state.cache.shape[2]]))
+            return out
+
+        engine._execute = spy
+        engine.join(3, text_prompt_tokens=prompt, voice=None)
+        # calls: prime, 2 silence, then the text tokens one per call, then 3 silence
+        assert seen[2:2 + len(prompt)] == list(prompt)
+        assert seen[:2] == [3, 3] and seen[2 + len(prompt):] == [3, 3, 3]
+    finally:
+        engine.close()
