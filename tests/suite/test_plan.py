@@ -168,3 +168,46 @@ def test_readme_cost_section_is_the_commands_output(capsys, monkeypatch, tmp_pat
     readme = (REPO / "README.md").read_text()
     block = readme.split("<!-- dyafdb plan: begin")[1].split("<!-- dyafdb plan: end -->")[0]
     assert block.split("```\n", 1)[1].rsplit("\n```", 1)[0] == out, "README's cost section is stale: paste `dyafdb plan` again"
+
+
+def test_gpu_hours_with_engines_from_config_then_benchmark_then_published(tmp_path):
+    """Batched sides cost the tick's share per frame plus one load per group; the others their job time."""
+    from dyafdb.errors import InputError
+    from dyafdb.suite.plan import PUBLISHED_ENGINE_TICK
+
+    write_suite(tmp_path, archetypes=["T1-1"])
+    cfg = scripted_config(window_s=10)
+    cfg["models"]["talker"]["resources"] = {"gpus": 1}
+    config, rows = _rows(cfg, tmp_path)
+    config["plan"]["real_time_factor"] = 1.0
+    startup = config["plan"]["startup_s"]
+    talker_sides = sum((r.model_a == "talker") + (r.model_b == "talker") for r in rows)
+    assert talker_sides > 0
+    job_s = 11.5 + startup
+    plain = plan_run(config, rows, [], None, batched_adapters=(), root=tmp_path)
+    assert plain["engines"]["models"] == [] and plain["gpu_hours_engines"] == pytest.approx(plain["gpu_hours"])
+    adapter = config["models"]["talker"]["adapter"]
+
+    def engine_hours(tick_ms: float, sessions: int) -> float:
+        return talker_sides * ((11.5 / 0.08) * tick_ms / 1000 + startup) / sessions / 3600
+
+    published = plan_run(config, rows, [], None, batched_adapters=(adapter,), root=tmp_path)
+    assert published["engines"]["source"].startswith("published")
+    assert published["gpu_hours"] == pytest.approx(talker_sides * job_s / 3600)
+    assert published["gpu_hours_engines"] == pytest.approx(engine_hours(*PUBLISHED_ENGINE_TICK[:2]))
+    bench = tmp_path / "gpu-bench.jsonl"
+    bench.write_text('{"device": "H200"}\n{"mode": "graph", "batch": 32}\n'
+                     '{"ms_per_tick": {"eager": {"1": 60.0, "8": 75.0}, "graph": {"1": 20.0, "16": 40.0, "32": 62.0}}, '
+                     '"largest_batch_under_80ms": {"eager": 8, "graph": 32}}\n')
+    config["plan"]["engine_benchmark"] = bench.name
+    measured = plan_run(config, rows, [], None, batched_adapters=(adapter,), root=tmp_path)
+    assert (measured["engines"]["tick_ms"], measured["engines"]["sessions"]) == (62.0, 32)
+    assert measured["gpu_hours_engines"] == pytest.approx(engine_hours(62.0, 32))
+    config["plan"]["engine_tick_ms"], config["plan"]["engine_sessions"] = 40.0, 8
+    configured = plan_run(config, rows, [], None, batched_adapters=(adapter,), root=tmp_path)
+    assert configured["engines"]["source"] == "config plan.engine_tick_ms"
+    assert configured["gpu_hours_engines"] == pytest.approx(engine_hours(40.0, 8))
+    config["plan"]["engine_tick_ms"] = None
+    bench.write_text('{"mode": "eager", "batch": 1}\n')
+    with pytest.raises(InputError, match="plan.engine_benchmark.*gpu-bench-engine.sh"):
+        plan_run(config, rows, [], None, batched_adapters=(adapter,), root=tmp_path)

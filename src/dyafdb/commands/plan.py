@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from dyafdb.agents.engine.models import BATCHED_ADAPTERS
 from dyafdb.commands._common import add_config_argument, load_configs
 from dyafdb.commands._preflight import (failed, format_checks, judge_key_checks, model_checks, results_checks,
                                         suite_checks)
@@ -58,7 +59,7 @@ def judge_asks(config: Mapping[str, Any], rows: Sequence[Conversation], root: Pa
 def build_plan(config: Mapping[str, Any], root: Path, benchmarks: Path | None) -> tuple[list[Conversation], dict[str, Any]]:
     rows = build_design(dict(config), root)
     measured = measured_real_time_factor(benchmarks, rows, float(config["bridge"]["lead_in_s"])) if benchmarks else None
-    return rows, plan_run(config, rows, judge_asks(config, rows, root), measured)
+    return rows, plan_run(config, rows, judge_asks(config, rows, root), measured, BATCHED_ADAPTERS, root)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,18 +9,48 @@ are in schemas/config-plan.schema.yaml, or from the benchmark files of finished 
 from __future__ import annotations
 
 import csv
+import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
-from dyafdb.clock import SAMPLE_RATE
+from dyafdb.clock import FRAME_SECONDS, SAMPLE_RATE
+from dyafdb.errors import InputError
 from dyafdb.suite.design import Conversation
 
 # audio.wav: stereo 32-bit float (record.recording writes subtype FLOAT).
 RECORDING_BYTES_PER_S = SAMPLE_RATE * 2 * 4
 # The lockstep bridge advances both agents one 80 ms frame per step; at real time unless measured.
 DEFAULT_REAL_TIME_FACTOR = 1.0
+# Until a GPU has run scripts/gpu-bench-engine.sh: vllm-omni's lockstep PersonaPlex prototype (PR #6604)
+# stepped 32 conversations in 70.2 ms per tick on an H100 (/work/shared/research/adapter-audit.md).
+PUBLISHED_ENGINE_TICK = (70.2, 32, "published: vllm-omni's PersonaPlex prototype on an H100, not measured here")
+
+
+def engine_tick(settings: Mapping[str, Any], root: Path = Path(".")) -> tuple[float, int, str]:
+    """(ms per tick, sessions per tick, source) of a batched engine on one GPU.
+
+    ``plan.engine_tick_ms`` with ``plan.engine_sessions`` when set, else the summary line of
+    scripts/gpu-bench-engine.sh saved at ``plan.engine_benchmark`` (CUDA graphs where measured: the
+    largest batch within the 80 ms frame and its tick), else the published figure.
+    """
+    if settings.get("engine_tick_ms") is not None:
+        return float(settings["engine_tick_ms"]), int(settings.get("engine_sessions") or 1), "config plan.engine_tick_ms"
+    if settings.get("engine_benchmark"):
+        path = root / str(settings["engine_benchmark"])
+        try:
+            lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip().startswith("{")]
+            summary = next(s for s in map(json.loads, reversed(lines)) if "largest_batch_under_80ms" in s)
+            fits = summary["largest_batch_under_80ms"]
+            mode = next(m for m in ("graph", "eager") if fits.get(m))
+            batch = int(fits[mode])
+            return float(summary["ms_per_tick"][mode][str(batch)]), batch, f"measured: {path.name} ({mode})"
+        except (OSError, ValueError, StopIteration, KeyError, TypeError) as exc:
+            raise InputError(f"plan.engine_benchmark: {path} holds no summary line of scripts/gpu-bench-engine.sh "
+                             f"with a batch within 80 ms ({type(exc).__name__}); run the script with its output "
+                             "saved there, or set plan.engine_tick_ms and plan.engine_sessions") from None
+    return PUBLISHED_ENGINE_TICK
 
 
 @dataclass(frozen=True)
@@ -75,9 +105,18 @@ def _gpus(config: Mapping[str, Any], model: str) -> int:
 
 
 def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Sequence[JudgeAsk],
-             measured_rtf: tuple[float, int] | None = None) -> dict[str, Any]:
-    """The plan as a JSON-ready dict (see README "What the paper's suite costs")."""
+             measured_rtf: tuple[float, int] | None = None, batched_adapters: Collection[str] = (),
+             root: Path = Path(".")) -> dict[str, Any]:
+    """The plan as a JSON-ready dict (see README "What the paper's suite costs").
+
+    ``batched_adapters``: adapters whose sessions an engine steps together on one GPU; their sides'
+    GPU time with engines is the tick's share (ms per tick / sessions per tick, every frame) plus
+    one model load per group of that many sessions.
+    """
     settings = config.get("plan") or {}
+    tick_ms, tick_sessions, tick_source = engine_tick(settings, root)
+    batched = sorted({m for r in rows for m in (r.model_a, r.model_b)
+                      if config["models"][m].get("adapter") in set(batched_adapters)})
     lead_in = float(config["bridge"]["lead_in_s"])
     startup = float(settings.get("startup_s", 120))
     if settings.get("real_time_factor") is not None:
@@ -89,13 +128,20 @@ def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Se
         rtf, rtf_source, job_startup = DEFAULT_REAL_TIME_FACTOR, "default (real time)", startup
 
     suites: dict[str, Any] = {}
-    totals = {"conversations": 0, "audio_hours": 0.0, "record_hours": 0.0, "gpu_hours": 0.0}
+    totals = {"conversations": 0, "audio_hours": 0.0, "record_hours": 0.0, "gpu_hours": 0.0, "gpu_hours_engines": 0.0}
     recording_bytes = 0.0
     for row in rows:
         job_s = (row.window_s + lead_in) * rtf + job_startup
         gpus = _gpus(config, row.model_a) + _gpus(config, row.model_b)
+        engine_s = 0.0
+        for model in (row.model_a, row.model_b):
+            if model in batched:
+                frames = (row.window_s + lead_in) / FRAME_SECONDS
+                engine_s += _gpus(config, model) * (frames * tick_ms / 1000 + startup) / tick_sessions
+            else:
+                engine_s += _gpus(config, model) * job_s
         figures = {"conversations": 1, "audio_hours": row.window_s / 3600, "record_hours": job_s / 3600,
-                   "gpu_hours": gpus * job_s / 3600}
+                   "gpu_hours": gpus * job_s / 3600, "gpu_hours_engines": engine_s / 3600}
         suite = suites.setdefault(row.suite, {**{k: 0 for k in totals}, "window_s": row.window_s, "pairings": {}})
         pairing = suite["pairings"].setdefault(row.pairing, {k: 0 for k in totals})
         for target in (totals, suite, pairing):
@@ -144,6 +190,8 @@ def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Se
         **totals,
         "suites": suites,
         "real_time_factor": {"value": rtf, "source": rtf_source, "startup_s": job_startup},
+        "engines": {"models": batched, "tick_ms": tick_ms, "sessions": tick_sessions, "source": tick_source,
+                    "startup_s": startup},
         "disk_gb": {"recordings": recording_bytes / 1e9, "results": results_bytes / 1e9,
                     "total": (recording_bytes + results_bytes) / 1e9},
         "judges": judge_rows,
@@ -158,6 +206,11 @@ def format_plan(plan: Mapping[str, Any]) -> str:
              f"{plan['gpu_hours']:,.0f} GPU-hours ({plan['record_hours']:,.0f} record-job hours)"]
     rtf = plan["real_time_factor"]
     lines.append(f"  real-time factor {rtf['value']:.2f} ({rtf['source']}); model loading {rtf['startup_s']:.0f} s per record job")
+    eng = plan["engines"]
+    lines.append(f"  with engines: {plan['gpu_hours_engines']:,.0f} GPU-hours instead of {plan['gpu_hours']:,.0f} at batch 1; "
+                 + (f"{', '.join(eng['models'])} batched {eng['sessions']} per GPU at {eng['tick_ms']:g} ms per tick "
+                    f"({eng['source']}), one model load per {eng['sessions']} sessions" if eng["models"] else
+                    "no model of this config has a batching engine"))
     for name, suite in plan["suites"].items():
         lines.append(f"  suite {name} ({suite['window_s']:g} s window): {suite['conversations']:,} conversations, "
                      f"{suite['audio_hours']:,.1f} audio h, {suite['gpu_hours']:,.1f} GPU-h")

@@ -20,6 +20,11 @@ ENGINES: dict[str, str] = {
     "null": "dyafdb.agents.engine.models:NullEngine",
 }
 
+# Adapters whose sessions an engine steps in one batched forward pass per tick (the Moshi architecture);
+# `dyafdb plan` projects their GPU time with engines from the per-tick cost. PersonaPlex's sessions are
+# batched by dyafdb.agents.moshi.personaplex_engine, whose host is not in ENGINES yet.
+BATCHED_ADAPTERS: tuple[str, ...] = ("moshi", "personaplex")
+
 
 def make_engine(adapter: str, params: dict[str, Any], model_name: str, capacity: int) -> Any:
     target = ENGINES.get(adapter, adapter if ":" in adapter else None)  # or 'package.module:Class'
