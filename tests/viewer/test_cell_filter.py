@@ -50,3 +50,10 @@ def test_a_turn_taking_cell_takes_either_side_in_its_tasks():
                             conv("c4", "T1-1", "y", "x", a={"tor_end": 1}, b={"tor_end": 0})), settings(models=("x", "y")))
     m = turn_taking_matrix(runs, "tor_end", settings(models=("x", "y")))
     assert _visible(cell_href("index.html", m.filters, "x", "y")) == ["c1", "c2", "c4"]
+
+
+def test_the_viewer_index_links_back_to_the_report():
+    from dyafdb.viewer.pages import index_page
+
+    page = index_page({"conversations": 1, "archetypes": 1, "pairings": 1}, False, report_href="../analysis/report.html")
+    assert 'href="../analysis/report.html"' in page and 'id="cell-filter"' in page and "assets/cellfilter.js" in page
