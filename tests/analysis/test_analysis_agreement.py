@@ -115,6 +115,13 @@ def test_blind_labels_are_placed_through_the_key_file_outside_the_site(tmp_path)
     labels.write_text("rater,item,seat,measure,label\nr1,9f2c4e,a,role_adherence,yes\n")
     got = read_human_labels(labels, key)
     assert list(got["conversation_id"]) == ["t1-1-a__x__y"]
+    # an annotation-only site beside it has its own key: found without being named
+    other = tmp_path / "annotation-site-annotation-key.json"
+    other.write_text(json.dumps({"format": KEY_FORMAT, "salt": "11" * 16, "study": "s2",
+                                 "items": [{"code": "001", "item": "77aa01", "conversation_id": "t1-2-b__y__x", "archetype": "T1-2",
+                                            "pairing": "x-y", "seats": ["a"]}]}))
+    labels.write_text("rater,item,seat,measure,label\nr2,77aa01,a,role_adherence,no\n")
+    assert list(read_human_labels(labels, key)["conversation_id"]) == ["t1-2-b__y__x"]
     labels.write_text("rater,item,seat,measure,label\nr1,ffffff,a,role_adherence,yes\n")
     with pytest.raises(InputError, match="not in the annotation key"):
         read_human_labels(labels, key)

@@ -134,11 +134,11 @@ def read_human_labels(path: Path, key: Path | None = None) -> pd.DataFrame:
                            dtype=str, keep_default_na=False)
     frame.columns = [c.strip().lower() for c in frame.columns]
     if "conversation_id" not in frame.columns and "item" in frame.columns:
-        from dyafdb.analysis.annotation_key import token_map
+        from dyafdb.analysis.annotation_key import token_maps
 
         if key is None:
             raise InputError(f"{path}: labels name items by token; the annotation key is needed to read them (analysis.annotation_key)")
-        tokens = token_map(key)
+        tokens = token_maps(key)
         unknown = sorted(set(frame["item"]) - set(tokens))
         if unknown:
             raise InputError(f"{path}: item(s) {', '.join(unknown[:3])} are not in the annotation key {key}; "

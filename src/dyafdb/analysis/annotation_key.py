@@ -44,3 +44,17 @@ def token_map(path: Path) -> dict[str, str]:
         raise InputError(f"{path}: annotation key not found; the human labels name items by token and only the "
                          "key written beside the site by `dyafdb viewer` maps them back (set analysis.annotation_key)")
     return {it["item"]: it["conversation_id"] for it in doc.get("items", [])}
+
+
+def token_maps(key: Path) -> dict[str, str]:
+    """item token -> conversation id from ``key`` and every other key file beside it (a full site and
+    an annotation-only site each have their own salt and key; tokens of different salts never clash)."""
+    key = Path(key)
+    paths = [key] + sorted(p for p in key.parent.glob("*-annotation-key.json") if p != key)
+    found = [p for p in paths if p.exists()]
+    if not found:
+        return token_map(key)  # raises, naming the key looked for
+    tokens: dict[str, str] = {}
+    for path in found:
+        tokens.update(token_map(path))
+    return tokens
