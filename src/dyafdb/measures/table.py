@@ -125,7 +125,9 @@ def _judge_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversati
                 rec = json.loads(line)
                 if rec["conversation_id"] not in kept:
                     continue  # not in this design, or a garbled failure outside T3
-                records.setdefault(rec["conversation_id"], []).append({**rec, "judge": judge})
+                # only what the checks and the rows need: the full suite holds every answer at once here
+                keep = {k: rec.get(k) for k in ("question", "seat", "label", "fields", "rows", "demo_quality")}
+                records.setdefault(rec["conversation_id"], []).append({**keep, "judge": judge})
     scenarios: dict[str, Any] = {}
     for cid in sorted(records):
         row, attempt = kept[cid]
