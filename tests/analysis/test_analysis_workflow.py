@@ -49,7 +49,8 @@ def test_figures_and_report_inputs(tmp_path):
     assert "text_pairing" in plan.figures() and plan.text_tasks == ["T1-1", "T2"]
     assert "results/analysis/tables/score_T4-2.html" in plan.tables_html()
     assert "results/analysis/figures/fig3_timing.svg" in plan.figures_other()
-    assert plan.settings("bootstrap") == '{"bootstrap": null}'
+    # the validator filled the schema's default in: a rule's params carry the value it really uses
+    assert plan.settings("bootstrap") == '{"bootstrap": 1000}'
 
 
 def _snakemake(root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -78,7 +79,8 @@ def test_workflow_ends_in_the_report_and_recomputes_only_what_a_prompt_touches(t
         done = _snakemake(tmp_path, "results/analysis/report.html")
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         page = (tmp_path / "results" / "analysis" / "report.html").read_text()
-        for title in ("T2 information pooling", "Figure 3: role entry and deviation", "Judge agreement", "Leaderboard"):
+        for title in ("T2 information pooling", "Figure 3: role entry and deviation", "Judge agreement", "Leaderboard",
+                      "Audio health per model", "Audio health: DNSMOS OVRL", "Audio-health matrices"):
             assert title in page
         (tmp_path / "prompts" / "final_choice.txt").write_text((tmp_path / "prompts" / "final_choice.txt").read_text() + "\nBe brief.\n")
         plan = _snakemake(tmp_path, "results/analysis/report.html", "-n")
