@@ -38,7 +38,7 @@ def demo(tmp_path, monkeypatch):
         folder.mkdir(parents=True)
         (folder / "meta.json").write_text(json.dumps({"attempt": 2 if i in (3, 7) else 1}))
         # Two record jobs side by side, 10 s each: pairs end together every 10 s.
-        bench = tmp_path / "benchmarks" / "record" / f"{cid}.tsv"
+        bench = results / "benchmarks" / "record" / f"{cid}.tsv"
         bench.parent.mkdir(parents=True, exist_ok=True)
         bench.write_text("s\th:m:s\tmax_rss\n10.0\t0:00:10\t500\n")
         end = T0 + 10 * (i // 2 + 1)
@@ -46,7 +46,7 @@ def demo(tmp_path, monkeypatch):
     for cid in scored:
         (results / "measures").mkdir(parents=True, exist_ok=True)
         (results / "measures" / f"{cid}.json").write_text("{}")
-    logs = tmp_path / "logs"
+    logs = results / "logs"
     for cid in ids[30:32]:  # two recordings failed
         (logs / "record").mkdir(parents=True, exist_ok=True)
         (logs / "record" / f"{cid}.log").write_text("loading\ndyafdb record: agent failure: worker exited with 1\n")

@@ -30,30 +30,23 @@ STAGES = ("recorded", "scored", "judged", "failed")
 
 @dataclass
 class Where:
-    """The run's folders; logs and benchmarks under the results folder when it has them, else at the root."""
+    """The run's files, as dyafdb.paths names them."""
 
-    root: Path
     results: Path
+    layout: Results
 
     @classmethod
     def of(cls, config: Mapping[str, Any], root: Path) -> "Where":
-        return cls(Path(root), Path(results_of(config, root).root))
-
-    def _either(self, name: str) -> Path:
-        inside = self.results / name
-        return inside if inside.is_dir() else self.root / name
+        paths = results_of(config, root)
+        return cls(Path(paths.root), paths)
 
     @property
     def logs(self) -> Path:
-        return self._either("logs")
+        return Path(self.layout.log_dir())
 
     @property
     def benchmarks(self) -> Path:
-        return self._either("benchmarks")
-
-    @property
-    def layout(self) -> Results:
-        return Results(str(self.results))
+        return Path(self.layout.benchmark_dir())
 
     def recording(self, cid: str) -> Path:
         return Path(self.layout.recording(cid))
@@ -323,7 +316,7 @@ def summary_markdown(config: Mapping[str, Any], root: Path, rows: Sequence[Conve
     lines += ["", "## Open", ""]
     lines += [f"- report: {report}" + ("" if report.exists() else " (not built)"),
               f"- viewer: {site}" + ("" if site.exists() else " (not built)"),
-              f"- measures: {where.results / 'scores' / 'measures.tsv'}",
+              f"- measures: {where.layout.measures_table}",
               f"- status while a run goes on: `dyafdb status`"]
     return "\n".join(lines) + "\n"
 
