@@ -12,6 +12,7 @@ import dyafdb.commands
 from dyafdb import __version__
 from dyafdb.agents.base import AgentError
 from dyafdb.errors import InputError
+from dyafdb.llm.base import LLMError
 
 
 def _command_modules():
@@ -46,6 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AgentError as exc:
         print(f"dyafdb {args.command}: agent failure: {exc}", file=sys.stderr)
         return 3
+    except LLMError as exc:  # the message names the model, the call and what went wrong; never a key
+        print(f"dyafdb {args.command}: error: {exc}", file=sys.stderr)
+        return 4
 
 
 if __name__ == "__main__":

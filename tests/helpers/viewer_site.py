@@ -20,7 +20,7 @@ from conftest import REPO, scripted_config, write_suite
 from dyafdb.config import validate_config
 from dyafdb.suite.design import build_design
 from dyafdb.fileio import write_text_atomic
-from dyafdb.llm.judge_backends import Backend, Reply, Request
+from dyafdb.judge.client import Backend, Reply, Request
 from dyafdb.judge.cache import ReplyCache
 from dyafdb.judge.rubric import QUESTIONS, judge_plan
 from dyafdb.judge.runner import Usage, build_items, judge_items, judge_output_path, record

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dyafdb.llm.judge_backends import JudgeError
+from dyafdb.judge.client import JudgeError
 from dyafdb.judge.rubric import QUESTIONS, Context, answer_value, price_in_text
 from dyafdb.suite.scenarios import find_scenario
 from dyafdb.errors import InputError
@@ -164,8 +164,14 @@ def test_anthropic_labels_rows_headers_and_anonymous_prompt(tmp_path, stub, monk
                for r in records)
     posts = stub.posts("/v1/messages")
     assert len(posts) == n
-    assert posts[0]["headers"]["x-api-key"] == KEY and posts[0]["headers"]["anthropic-version"] == "2023-06-01"
-    assert posts[0]["body"]["model"] == "claude-test" and posts[0]["body"]["temperature"] == 0.0
+    from anthropic._constants import ANTHROPIC_API_VERSION
+
+    # the anthropic SDK sends the key as a bearer token and pins the API version it was generated for
+    assert posts[0]["headers"]["authorization"] == f"Bearer {KEY}"
+    assert posts[0]["headers"]["anthropic-version"] == ANTHROPIC_API_VERSION
+    assert posts[0]["headers"]["x-stainless-retry-count"] == "0"  # our retry policy, not the SDK's
+    assert posts[0]["body"]["model"] == "claude-test" and posts[0]["body"]["max_tokens"] == 512
+    assert "temperature" not in posts[0]["body"]  # API 2026-10-21 refuses sampling parameters
     prompt = posts[0]["body"]["messages"][0]["content"]
     assert "sign the release form" in prompt and "Speaker A: Hello, I am [redacted]. Please sign" in prompt
     for bad in ("orca", "heron", "model_", "t3-2-fixture", "__", str(tmp_path), "scripted"):
@@ -217,7 +223,7 @@ def test_retries_give_up_with_a_message(tmp_path, stub, monkeypatch):
     with pytest.raises(JudgeError, match="HTTP 429 after 3 tries"):
         run(config, tmp_path)
     stub.fail = [400]
-    with pytest.raises(JudgeError, match="HTTP 400 .*status 400"):
+    with pytest.raises(JudgeError, match="HTTP 400: .*status 400"):
         run(config, tmp_path)
 
 
@@ -284,6 +290,14 @@ def test_key_never_reaches_outputs_logs_or_cache(tmp_path, stub, monkeypatch, ca
         assert KEY not in p.read_text(errors="replace"), p
 
 
+def test_anthropic_judge_with_a_temperature_is_refused_with_the_fix():
+    from dyafdb.judge.settings import judge_settings
+
+    config = {"results_dir": "r", "judge": {"judges": {"main": {"backend": "anthropic", "model": "m", "temperature": 0}}}}
+    with pytest.raises(InputError, match=r"judge.judges.main.temperature: .*remove it"):
+        judge_settings(config)
+
+
 def test_openai_compatible_endpoint(tmp_path, stub, monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)
     judges = {"gpt": {"backend": "openai", "model": "gpt-test", "base_url": stub.url + "/v1", "api_key_env": KEY_ENV,
@@ -333,3 +347,88 @@ def test_local_llamacpp_judge_answers_in_label_set(tmp_path):
     records = read_out(tmp_path, "demo", "T3-2", "request_asked")
     assert usage.invalid == 0 and all(r["label"] in ("yes", "no") for r in records)
     assert all(r["demo_quality"] and r["backend"] == "llamacpp" for r in records)
+
+
+# ---------------------------------------------------------------- malformed HTTP-200 replies (issue 15, item 4)
+
+MALFORMED_MESSAGES = {"invalid_json": "invalid JSON", "html": "text/html", "no_content": "without content"}
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED_MESSAGES))
+def test_malformed_reply_is_retried_like_a_server_error(tmp_path, stub, monkeypatch, kind):
+    monkeypatch.setenv(KEY_ENV, KEY)
+    config = make_project(tmp_path, anthropic(stub, concurrency=1))
+    stub.malformed = [kind, kind]
+    run(config, tmp_path)
+    records = read_out(tmp_path, "main", "T3-2", "request_asked")
+    assert all(r["label"] == "yes" and r["replies"] == ["ANSWER: yes"] for r in records)
+    assert len(stub.posts("/v1/messages")) == len(records) + 2
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED_MESSAGES))
+def test_malformed_replies_fail_the_batch_then_a_rerun_gets_real_answers(tmp_path, stub, monkeypatch, capsys, kind):
+    from dyafdb.cli import main
+
+    monkeypatch.setenv(KEY_ENV, KEY)
+    config = make_project(tmp_path, anthropic(stub, concurrency=1), max_retries=2)
+    out = tmp_path / "results/judge/main/T3-2/request_asked.jsonl"
+    stub.malformed = [kind] * 3
+    with pytest.raises(JudgeError, match=rf"judge main \(anthropic, claude-test\).*{MALFORMED_MESSAGES[kind]}.*after 3 tries"):
+        run(config, tmp_path)
+    assert not out.exists()  # a failed batch leaves no output that looks complete
+    stub.malformed = [kind] * 3
+    args = ["judge", "--config", str(tmp_path / "config.yaml"), "--root", str(tmp_path),
+            "--archetype", "T3-2", "--question", "request_asked"]
+    rc = main(args)
+    err = capsys.readouterr().err
+    assert rc != 0 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("dyafdb judge: error: judge main") and MALFORMED_MESSAGES[kind] in err
+    assert not out.exists()
+    assert main(args) == 0  # the server is healthy again: real answers, nothing bad was cached
+    records = read_out(tmp_path, "main", "T3-2", "request_asked")
+    assert records and all(r["label"] == "yes" and not r["cached"] for r in records)
+
+
+@pytest.mark.parametrize("kind", ["invalid_json", "html", "no_choices"])
+def test_openai_malformed_reply_is_retried_then_fails_with_a_message(tmp_path, stub, monkeypatch, kind):
+    judges = {"local": {"backend": "openai", "model": "qwen", "base_url": stub.url + "/v1", "api_key_env": None,
+                        "concurrency": 1}}
+    config = make_project(tmp_path, judges, max_retries=1)
+    stub.malformed = [kind]
+    run(config, tmp_path, judge="local")
+    n = len(read_out(tmp_path, "local", "T3-2", "request_asked"))
+    assert len(stub.posts("/v1/chat/completions")) == n + 1
+    stub.malformed = [kind] * 2
+    with pytest.raises(JudgeError, match=r"judge local \(openai, qwen\).*after 2 tries"):
+        run(config, tmp_path, judge="local", question="request_granted")
+    run(config, tmp_path, judge="local", question="request_granted")
+    assert all(r["label"] == "yes" for r in read_out(tmp_path, "local", "T3-2", "request_granted"))
+
+
+def test_message_batch_without_id_is_retried_then_fails_and_caches_nothing(tmp_path, stub, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, KEY)
+    config = make_project(tmp_path, anthropic(stub, batch=True, batch_poll_s=0.01), max_retries=2)
+    stub.malformed = ["no_id"]
+    run(config, tmp_path)  # one bad reply to the create: asked again, then polled as usual
+    assert len(stub.posts("/v1/messages/batches")) == 2 and stub.posts("/v1/messages") == []
+    assert all(r["label"] == "yes" for r in read_out(tmp_path, "main", "T3-2", "request_asked"))
+    stub.malformed = ["no_id"] * 3
+    with pytest.raises(JudgeError, match=r"judge main \(anthropic, claude-test\).*batch.*without id.*after 3 tries"):
+        run(config, tmp_path, question="request_granted")
+    assert not (tmp_path / "results/judge/main/T3-2/request_granted.jsonl").exists()
+    run(config, tmp_path, question="request_granted")
+    assert all(r["label"] == "yes" and not r["cached"] for r in read_out(tmp_path, "main", "T3-2", "request_granted"))
+
+
+def test_a_corrupt_cache_entry_is_asked_again(tmp_path, stub, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, KEY)
+    config = make_project(tmp_path, anthropic(stub))
+    run(config, tmp_path)
+    calls = len(stub.posts("/v1/messages"))
+    entries = sorted((tmp_path / "results/judge/cache").rglob("*.json"))  # one: the prompts are all alike
+    for rounds, corrupt in enumerate(('{"input_tokens": 3}', '["ANSWER: yes"]', '{"text": "ANSW'), 2):
+        for entry in entries:  # no text, not an object, cut short
+            entry.write_text(corrupt)
+        run(config, tmp_path)
+        assert len(stub.posts("/v1/messages")) == rounds * calls
+        assert all(r["label"] == "yes" and not r["cached"] for r in read_out(tmp_path, "main", "T3-2", "request_asked"))

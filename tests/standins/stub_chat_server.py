@@ -1,7 +1,13 @@
 """A local HTTP server speaking the OpenAI chat-completions API, for the text-pairing tests.
 
-Text models answer with a fixed number of words (the defender of a T4-2 scenario names its secret);
-the judge model answers in the rubric's format. Every request body is kept for the assertions.
+Mirrors what the ``openai`` SDK 3.60.0 (PyPI; upstream github.com/openai/openai-python) sends and
+reads: ``POST {base_url}/chat/completions`` with a JSON body, answered by a ``ChatCompletion``
+(``openai/types/chat/chat_completion.py``: id, object, created, model, choices with index, message,
+logprobs and finish_reason, usage with prompt/completion/total tokens); other paths get the API's
+404 error body. Text models answer with a fixed number of words (the defender of a T4-2 scenario
+names its secret); the judge model answers in the rubric's format. Every request body is kept for
+the assertions. ``malformed`` queues HTTP-200 faults for the next replies: ``html`` (a proxy's error
+page) or ``invalid_json`` (a cut body).
 """
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -17,6 +24,7 @@ class StubChat:
         self.words = words
         self.secret = secret
         self.requests: list[dict] = []
+        self.malformed: list[str] = []
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -25,12 +33,25 @@ class StubChat:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                stub.requests.append(body)
-                text = stub.answer(body)
-                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}],
-                                   "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
+                if self.path != "/v1/chat/completions":
+                    status, reply = 404, {"error": {"message": f"Unknown request URL: POST {self.path}",
+                                                    "type": "invalid_request_error", "param": None, "code": None}}
+                else:
+                    stub.requests.append(body)
+                    status, reply = 200, {
+                        "id": f"chatcmpl-stub{len(stub.requests)}", "object": "chat.completion", "created": int(time.time()),
+                        "model": body["model"], "choices": [{"index": 0, "message": {
+                            "role": "assistant", "content": stub.answer(body), "refusal": None},
+                            "logprobs": None, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+                data, content_type = json.dumps(reply).encode(), "application/json"
+                kind = stub.malformed.pop(0) if status == 200 and stub.malformed else None
+                if kind == "html":
+                    data, content_type = b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html"
+                elif kind == "invalid_json":
+                    data = data[:30]
+                self.send_response(status)
+                self.send_header("content-type", content_type)
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

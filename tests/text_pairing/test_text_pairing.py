@@ -109,6 +109,21 @@ def test_score_and_table9(tmp_path):
     assert "Talker A" in (tmp_path / "t9.html").read_text()
 
 
+def test_malformed_replies_are_retried_then_fail_naming_the_model(tmp_path):
+    from dyafdb.llm import LLMError
+
+    with StubChat(words=5) as stub:
+        cfg = _project(tmp_path, stub.url, max_turns=2, counterbalance=False)
+        cfg["text_pairing"]["models"]["ta"]["max_retries"] = 2
+        stub.malformed = ["html", "invalid_json"]
+        records = T.generate(cfg, tmp_path, "T2", tmp_path / "t2.jsonl")
+        assert [t["words"] for t in records[0]["turns"]] == [5, 5] and len(stub.requests) == 4
+        stub.malformed = ["html"] * 3
+        with pytest.raises(LLMError, match=r"text model ta \(openai, talker-a\).*text/html.*after 3 tries"):
+            T.generate(cfg, tmp_path, "T2", tmp_path / "again.jsonl")
+        assert not (tmp_path / "again.jsonl").exists()
+
+
 def test_config_errors(tmp_path):
     with pytest.raises(InputError, match="pairing lists 'nope'"):
         T.text_settings({"suites": {"main": {}}, "text_pairing": {"models": {"a": {"backend": "llamacpp"}}, "pairing": ["a", "nope"]}})

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dyafdb.suite.design import build_design
-    from dyafdb.llm.judge_backends import JudgeError
+    from dyafdb.judge.client import JudgeError
     from dyafdb.judge.rubric import judge_plan
     from dyafdb.judge.runner import Usage, run_batch
     from dyafdb.judge.settings import judge_settings

@@ -2,7 +2,7 @@
 
 ``rubric``    questions, label sets, strict parsing, the measures each answer yields
 ``prompts``   prompt templates (``config/judge/<question>.txt``) and what fills them
-``backends``  Anthropic Messages (+ Message Batches), OpenAI-compatible chat, local llama.cpp
+``client``    a judge as an LLM client (:mod:`dyafdb.llm`: Anthropic + Batches, OpenAI-compatible, llama.cpp)
 ``cache``     on-disk reply cache keyed by (prompt incl. transcript, judge model)
 ``runner``    one batch = (judge, archetype, question): build prompts, ask, re-ask off-label, write JSONL
 ``settings``  the ``judge`` config section and API keys from the environment

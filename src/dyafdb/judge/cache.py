@@ -4,6 +4,8 @@ The key is a SHA-256 over the judge's identity (backend, endpoint, model id) and
 request (messages, which contain the prompt and the transcript; reply cap; temperature; grammar).
 One JSON file per reply under ``<cache_dir>/<key[:2]>/<key>.json``, written atomically, so
 concurrent jobs can share a cache. Nothing secret is in a request body, so nothing secret is cached.
+Only replies the client parsed are put here (a malformed one raises before); an entry that is not
+a reply (edited, truncated) counts as a miss.
 """
 
 from __future__ import annotations
@@ -29,10 +31,12 @@ class ReplyCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The cached reply, or None when there is none or the file is not a reply (asked again)."""
         try:
-            return json.loads(self._path(key).read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
+            hit = json.loads(self._path(key).read_text(encoding="utf-8"))
+        except (FileNotFoundError, UnicodeDecodeError, json.JSONDecodeError):
             return None
+        return hit if isinstance(hit, dict) and isinstance(hit.get("text"), str) else None
 
     def put(self, key: str, reply: dict[str, Any]) -> None:
         write_json_atomic(self._path(key), reply, indent=None)

