@@ -18,7 +18,9 @@ def _profile(name: str) -> dict:
 def test_slurm_profile_groups_scoring_and_keeps_each_rules_threads():
     slurm = _profile("slurm")
     assert slurm["executor"] == "slurm"
-    assert slurm["groups"] == {"score": "scoring"} and slurm["group-components"]["scoring"] > 1
+    assert slurm["groups"]["score"] == "scoring" and slurm["group-components"]["scoring"] > 1
+    # engines on a cluster: the engine rule and the record jobs share node groups (record.smk)
+    assert slurm["groups"]["engine"] not in ("scoring", None) and "record" not in slurm["groups"]
     # A cpus_per_task default would replace every rule's threads in the sbatch call.
     assert "cpus_per_task" not in (slurm.get("default-resources") or {})
     # `cores` caps each job's threads: the paper's record jobs must still get their models' CPUs.

@@ -1,6 +1,38 @@
+from dyafdb.record.engine_groups import ENGINE_SOCKET, EngineGroups
+
+
+# Engine node groups on a cluster (dyafdb.record.engine_groups): when the profile groups the engine
+# rule, record jobs of one pairing share one engine per model, whose GPUs the group asks for once.
+ENGINE_GROUPS = EngineGroups(config, CONVERSATIONS, enabled=lambda: bool(workflow.group_settings.overwrite_groups.get("engine")),
+                             cores=lambda: workflow.resource_settings.cores, local=lambda: workflow.local_exec)
+
+
+rule engine:
+    output:
+        sock=service(ENGINE_SOCKET),
+    params:
+        argv=ENGINE_GROUPS.engine_argv,
+    log:
+        R.log("engine", "{group}-{model}"),
+    conda:
+        "../../envs/dyafdb.yml"
+    threads: ENGINE_GROUPS.engine_resource("cpus", 1)
+    resources:
+        gpu=ENGINE_GROUPS.engine_resource("gpus", 0),
+        mem_mb=ENGINE_GROUPS.engine_resource("mem_mb", 2000),
+        runtime=ENGINE_GROUPS.engine_runtime,
+        **({"slurm_account": SITE_ACCOUNT} if SITE_ACCOUNT else {}),
+        # one SLURM job has one partition and GPU model: its record jobs' (RECORD_SITE)
+        slurm_partition=lambda wc: (SITE_GPU_PARTITION if _pair_gpus(*ENGINE_GROUPS.engine_pair(wc))[0] else SITE_PARTITION) or None,
+        gpu_model=lambda wc: _pair_gpus(*ENGINE_GROUPS.engine_pair(wc))[1] if _pair_gpus(*ENGINE_GROUPS.engine_pair(wc))[0] else None,
+    shell:
+        'mkdir -p "$(dirname {output.sock:q})" && rm -f {output.sock:q} && exec {params.argv} > {log} 2>&1'
+
+
 rule record:
     input:
         scenario=scenario_file,
+        engines=ENGINE_GROUPS.record_engines,
     output:
         audio=R.recording_file("{conversation}", "audio.wav"),
         text=R.recording_file("{conversation}", "text.jsonl"),
@@ -9,22 +41,23 @@ rule record:
     params:
         cfg=CONFIG_ARGS,
         spec=record_params,
+        engines=ENGINE_GROUPS.record_env,
     log:
         R.log("record", "{conversation}"),
     benchmark:
         R.benchmark("record", "{conversation}")
     conda:
         "../../envs/dyafdb.yml"
-    threads: record_resource("cpus", 1)
+    threads: ENGINE_GROUPS.record_share("cpus", 1)
     resources:
-        gpu=record_resource("gpus", 0),
-        mem_mb=record_resource("mem_mb", 2000),
-        runtime=record_resource("runtime_min", 10, max),
+        gpu=ENGINE_GROUPS.record_share("gpus", 0),
+        mem_mb=ENGINE_GROUPS.record_share("mem_mb", 2000),
+        runtime=ENGINE_GROUPS.record_share("runtime_min", 10, max),
         **RECORD_SITE,
     shell:
         # The recordings folder, derived from the output in the shell: a param function would cost
         # every one of the 7,560 jobs a call while Snakemake plans.
-        "dyafdb record {params.cfg} --id {wildcards.conversation}"
+        "{params.engines} dyafdb record {params.cfg} --id {wildcards.conversation}"
         ' --out "$(dirname "$(dirname {output.meta:q})")"'
         f" --log-dir {shlex.quote(R.log_dir('workers'))}/{{wildcards.conversation}} --no-progress > {{log}} 2>&1"
 

@@ -21,6 +21,10 @@ from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
 
 
 ENGINES_ENV = "DYAFDB_ENGINES"
+# Set where the engines start beside the record jobs (a SLURM node group): seconds to wait for an
+# engine's socket before failing the conversation, instead of loading a copy on a node whose GPUs
+# were asked for the engines.
+ENGINES_WAIT_ENV = "DYAFDB_ENGINES_WAIT_S"
 
 
 def engine_socket(model: str) -> Path | None:
@@ -30,18 +34,33 @@ def engine_socket(model: str) -> Path | None:
     if not folder:
         return None
     path = Path(folder) / f"{model}.sock"
+    wait_s = float(os.environ.get(ENGINES_WAIT_ENV) or 0)
+    if wait_s > 0:
+        deadline = time.monotonic() + wait_s
+        while not _listening(path):
+            if time.monotonic() > deadline:
+                raise AgentError(f"engine for model {model} did not listen on {path} within {wait_s:g} s "
+                                 f"({ENGINES_WAIT_ENV}); see its engine log")
+            time.sleep(0.1)
+        return path
     if not path.exists():
         return None
     # A killed engine leaves its socket file behind: nobody listens, so the job falls back to its
     # own workers (a conversation that failed with the engine reruns that way).
+    return path if _listening(path) else None
+
+
+def _listening(path: Path) -> bool:
+    if not path.exists():
+        return False
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         probe.connect(str(path))
     except OSError:
-        return None
+        return False
     finally:
         probe.close()
-    return path
+    return True
 
 
 class EngineAgent:

@@ -52,6 +52,18 @@ def host_command(spec: dict[str, Any]) -> list[str]:
     return worker
 
 
+def host_argv(model: str, spec: dict[str, Any], socket_path: str | Path) -> list[str]:
+    """The engine process of ``model`` listening on ``socket_path``, as its config section says."""
+    engine = spec.get("engine") or {}
+    worker = spec.get("worker") or {}
+    return host_command(spec) + [
+        "--socket", str(socket_path), "--adapter", spec["adapter"], "--model", model,
+        "--params", json.dumps(spec.get("params") or {}), "--sessions", str(engine.get("sessions", 16)),
+        "--max-wait-ms", str(engine.get("max_wait_ms", 10)),
+        "--step-timeout-s", str(worker.get("step_timeout_s", 60)),
+        "--idle-exit-s", str(engine.get("idle_exit_s", 600))]
+
+
 class Engines:
     """The engine processes of one run; ``start`` spawns all before waiting for any."""
 
@@ -72,19 +84,13 @@ class Engines:
         atexit.register(self.stop)
         for model in wanted:
             spec = config["models"][model]
-            engine = spec.get("engine") or {}
             worker = spec.get("worker") or {}
             env = {**os.environ, **(worker.get("env") or {})}
             gpus = int((spec.get("resources") or {}).get("gpus", 0))
             if gpus and visible and "CUDA_VISIBLE_DEVICES" not in (worker.get("env") or {}):
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(visible[(next_gpu + i) % len(visible)] for i in range(gpus))
                 next_gpu += gpus
-            argv = host_command(spec) + [
-                "--socket", str(self.folder / f"{model}.sock"), "--adapter", spec["adapter"], "--model", model,
-                "--params", json.dumps(spec.get("params") or {}), "--sessions", str(engine.get("sessions", 16)),
-                "--max-wait-ms", str(engine.get("max_wait_ms", 10)),
-                "--step-timeout-s", str(worker.get("step_timeout_s", 60)),
-                "--idle-exit-s", str(engine.get("idle_exit_s", 600))]
+            argv = host_argv(model, spec, self.folder / f"{model}.sock")
             log_dir = log_dir or self.folder
             log_dir.mkdir(parents=True, exist_ok=True)
             self.logs[model] = log_dir / f"engine-{model}.log"

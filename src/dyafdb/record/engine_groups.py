@@ -1,0 +1,128 @@
+"""Engine node groups of a cluster run: which record jobs share which engines, and what each asks for.
+
+When the Snakemake profile puts the ``engine`` rule in a group (profiles/slurm does), record jobs
+whose models have an ``engine`` section run in node groups: a group holds up to ``engine.sessions``
+conversations of one pairing and one engine per engined model of the pairing (a Snakemake service
+job, started beside its record jobs and stopped when they end). Snakemake submits each group as one
+SLURM job in which all its jobs run at once and sums their resources, so the group asks for each
+engine's GPUs and memory once; its record jobs ask only for the bridge's share, one CPU. A local run
+without such a group starts its engines at onstart instead (``dyafdb.agents.engine.launch``).
+
+Not grouped: pairings with a model that has no engine but needs GPUs (its per-conversation workers
+would need one GPU per conversation of the group, all at once).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from typing import Any, Callable, Mapping, Sequence
+
+from dyafdb.agents.engine.launch import host_argv
+
+# Sockets live in a short relative folder: AF_UNIX paths are limited to ~107 bytes.
+ENGINE_SOCKET = ".dyafdb-engines/{group}/{model}.sock"
+
+
+class EngineGroups:
+    """The workflow's view of node groups; methods take Snakemake wildcards.
+
+    ``enabled`` and ``cores`` are read when the DAG is built (profile groups are not known yet while
+    the rules are read), so the grouping is computed on first use.
+    """
+
+    def __init__(self, config: Mapping[str, Any], conversations: Mapping[str, Any],
+                 enabled: Callable[[], bool], cores: Callable[[], Any], local: Callable[[], bool]):
+        self.config, self.conversations = config, conversations
+        self._enabled, self._cores, self._local = enabled, cores, local
+        self._groups: tuple[dict[str, str], dict[str, tuple[str, str]]] | None = None
+
+    # -- the grouping ---------------------------------------------------------------------------
+    def _spec(self, model: str) -> Mapping[str, Any]:
+        return self.config["models"][model]
+
+    def _res(self, model: str, key: str, default: int) -> int:
+        return int((self._spec(model).get("resources") or {}).get(key, default))
+
+    def engined(self, models: Sequence[str]) -> list[str]:
+        return sorted(m for m in set(models) if self._spec(m).get("engine") is not None)
+
+    def groups(self) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+        """conversation -> its group; group -> its pairing's (model_a, model_b). Empty when off."""
+        if self._groups is None:
+            self._groups = self._compute() if self._enabled() else ({}, {})
+        return self._groups
+
+    def _compute(self) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+        by_pairing: dict[tuple[str, str], list[str]] = {}
+        for cid in sorted(self.conversations):
+            row = self.conversations[cid]
+            pair = (row.model_a, row.model_b)
+            engined = self.engined(pair)
+            if engined and not any(self._res(m, "gpus", 0) for m in set(pair) - set(engined)):
+                by_pairing.setdefault(pair, []).append(cid)
+        cores = self._cores()
+        groups: dict[str, str] = {}
+        pairs: dict[str, tuple[str, str]] = {}
+        for pair, ids in by_pairing.items():
+            engined = self.engined(pair)
+            # A self-play conversation holds two sessions of its model's engine.
+            size = min(int(self._spec(m)["engine"].get("sessions", 16)) // list(pair).count(m) for m in engined)
+            if isinstance(cores, int):  # the engines' CPUs plus one bridge per conversation fit one job
+                per_job = 1 + sum(self._res(m, "cpus", 1) for m in pair if m not in engined)
+                size = min(size, (cores - sum(self._res(m, "cpus", 1) for m in engined)) // per_job)
+            for i, cid in enumerate(ids):
+                group = f"{pair[0]}+{pair[1]}-{i // max(size, 1)}"
+                groups[cid] = group
+                pairs[group] = pair
+        return groups, pairs
+
+    # -- record jobs ----------------------------------------------------------------------------
+    def _pair(self, wildcards: Any) -> tuple[str, str]:
+        row = self.conversations[wildcards.conversation]
+        return row.model_a, row.model_b
+
+    def record_engines(self, wildcards: Any) -> list[str]:
+        group = self.groups()[0].get(wildcards.conversation)
+        if group is None:
+            return []
+        return [ENGINE_SOCKET.format(group=group, model=m) for m in self.engined(self._pair(wildcards))]
+
+    def record_env(self, wildcards: Any) -> str:
+        """Where the group's engines listen, and how long to wait for them to load (they start with the job)."""
+        group = self.groups()[0].get(wildcards.conversation)
+        if group is None:
+            return ""
+        models = self.engined(self._pair(wildcards))
+        wait = max(float((self._spec(m).get("worker") or {}).get("startup_timeout_s", 600)) for m in models)
+        folder = os.path.dirname(ENGINE_SOCKET.format(group=group, model="x"))
+        return f"DYAFDB_ENGINES={shlex.quote(folder)} DYAFDB_ENGINES_WAIT_S={wait:g}"
+
+    def record_share(self, key: str, default: int, combine: Callable[[list[int]], int] = sum) -> Callable[[Any], int]:
+        """A record job's resource: a model in an engine (a local run's or its group's) counts only the
+        bridge's share; in a group one CPU runs both sides' bridge."""
+        def get(wildcards: Any) -> int:
+            groups = self.groups()[0]
+            in_group = wildcards.conversation in groups
+            grouped = in_group or (self._local() and not groups)
+            pair = self._pair(wildcards)
+            values = [default if grouped and "engine" in self._spec(m) else self._res(m, key, default) for m in pair]
+            if in_group and key == "cpus":
+                return max(1, combine(values) - sum(1 for m in pair if "engine" in self._spec(m)) * default)
+            return combine(values)
+
+        return get
+
+    # -- engine jobs ----------------------------------------------------------------------------
+    def engine_resource(self, key: str, default: int) -> Callable[[Any], int]:
+        return lambda wildcards: self._res(wildcards.model, key, default)
+
+    def engine_runtime(self, wildcards: Any) -> int:
+        """Minutes: the group's conversations run at once, after the engines load (at most as long again)."""
+        return 2 * max(self._res(m, "runtime_min", 10) for m in self.groups()[1][wildcards.group])
+
+    def engine_pair(self, wildcards: Any) -> tuple[str, str]:
+        return self.groups()[1][wildcards.group]
+
+    def engine_argv(self, wildcards: Any, output: Any) -> str:
+        return shlex.join(host_argv(wildcards.model, dict(self._spec(wildcards.model)), output.sock))
