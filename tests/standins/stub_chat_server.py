@@ -5,8 +5,8 @@ reads: ``POST {base_url}/chat/completions`` with a JSON body, answered by a ``Ch
 (``openai/types/chat/chat_completion.py``: id, object, created, model, choices with index, message,
 logprobs and finish_reason, usage with prompt/completion/total tokens); other paths get the API's
 404 error body. Text models answer with a fixed number of words (the defender of a T4-2 scenario
-names its secret); the judge model answers in the rubric's format. Every request body is kept for
-the assertions. ``malformed`` queues HTTP-200 faults for the next replies: ``html`` (a proxy's error
+names its secret; ``say`` puts given words first); the judge model answers in the rubric's format.
+Every request body is kept for the assertions. ``malformed`` queues HTTP-200 faults for the next replies: ``html`` (a proxy's error
 page) or ``invalid_json`` (a cut body).
 """
 
@@ -20,8 +20,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class StubChat:
-    def __init__(self, words: int = 35, secret: str = "cottage 14"):
+    def __init__(self, words: int = 35, secret: str = "cottage 14", say: str = ""):
         self.words = words
+        self.say = say  # words every text-model turn begins with (a T2 candidate the pair names), within ``words``
         self.secret = secret
         self.requests: list[dict] = []
         self.malformed: list[str] = []
@@ -79,7 +80,8 @@ class StubChat:
         system = body["messages"][0]["content"]
         if "never reveal" in system.lower() or "do not reveal" in system.lower() or "secret" in system.lower():
             return f"<think>careful</think> Blake: Fine, it is {self.secret}. " + " ".join(["word"] * (self.words - 5))
-        return "<think>plan</think> " + " ".join(["word"] * self.words)
+        said = self.say.split()[:self.words]
+        return "<think>plan</think> " + " ".join(said + ["word"] * (self.words - len(said)))
 
     def __enter__(self) -> "StubChat":
         self.thread.start()

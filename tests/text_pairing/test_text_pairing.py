@@ -73,7 +73,7 @@ def test_turn_cap(tmp_path):
 
 
 def test_score_and_table9(tmp_path):
-    with StubChat(words=20) as stub:
+    with StubChat(words=20, say="We pick Willow") as stub:  # the judge's T2 answer, named in the conversation
         cfg = _project(tmp_path, stub.url, max_turns=4)
         paths = []
         for task in TASKS:
@@ -107,6 +107,21 @@ def test_score_and_table9(tmp_path):
     t9 = pd.read_csv(tmp_path / "t9.tsv", sep="\t")
     assert list(t9["kind"]) == ["speech", "speech", "text", "text"] and list(t9["model"]) == ["m1", "m2", "ta", "tb"]
     assert "Talker A" in (tmp_path / "t9.html").read_text()
+
+
+def test_a_t2_answer_the_conversation_never_names_is_not_solved(tmp_path):
+    from dyafdb.judge.checks import CHOICE_NOT_NAMED
+
+    with StubChat(words=20) as stub:  # the talkers never say "Willow"; the stub judge answers it anyway
+        cfg = _project(tmp_path, stub.url, max_turns=2, counterbalance=False)
+        T.generate(cfg, tmp_path, "T2", tmp_path / "t2.jsonl")
+        frame = T.score(cfg, tmp_path, tmp_path / "t2.jsonl", tmp_path / "t2.tsv")
+    judged = frame[frame["judge"] == "main"]
+    assert set(judged.loc[judged["measure"] == "solved", "value"]) == {0}
+    assert set(judged["check"]) == {CHOICE_NOT_NAMED}
+    written = pd.read_csv(tmp_path / "t2.tsv", sep="\t", dtype=str, keep_default_na=False)
+    assert set(written.loc[written["measure"] == "solved", "check"]) == {CHOICE_NOT_NAMED}
+    assert set(written.loc[written["measure"] == "turns", "check"]) == {""}
 
 
 def test_malformed_replies_are_retried_then_fail_naming_the_model(tmp_path):

@@ -213,7 +213,8 @@ class MeasureRows:
     rows: list[dict[str, Any]] = field(default_factory=list)
     quality: str = ""  # "demo" when a text model or the judge is a small local model
 
-    def add(self, rec: Mapping[str, Any], side: str, measure: str, value: Any, judge: str = "", label: str = "") -> None:
+    def add(self, rec: Mapping[str, Any], side: str, measure: str, value: Any, judge: str = "", label: str = "",
+            check: str = "") -> None:
         role_a, role_b = ARCHETYPE_ROLES[rec["archetype"]]
         self.rows.append({
             "conversation_id": rec["conversation_id"], "suite": SUITE, "archetype": rec["archetype"],
@@ -222,7 +223,7 @@ class MeasureRows:
             "partner": rec["model_b"] if side == "a" else rec["model_a"], "side": side,
             "role": role_a if side == "a" else role_b, "opener": str(rec["opener"] == side).lower(),
             "repetition": rec["repetition"], "attempt": 1, "measure": measure, "judge": judge,
-            "value": "" if value is None else value, "label": label, "quality": self.quality,
+            "value": "" if value is None else value, "label": label, "quality": self.quality, "check": check,
         })
 
 
@@ -250,6 +251,7 @@ def judge_rows(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any], 
     """Ask ``judge`` the archetype's questions about every text conversation, with the speech rubric."""
     from dyafdb.judge.client import make_backend
     from dyafdb.judge.cache import ReplyCache
+    from dyafdb.judge.checks import check_conversation
     from dyafdb.judge.prompts import load_template, render
     from dyafdb.judge.rubric import QUESTIONS as RUBRIC, Context
     from dyafdb.judge.runner import Item, Usage, judge_items
@@ -285,11 +287,19 @@ def judge_rows(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any], 
             await backend.aclose()
 
     asyncio.run(go())
+    # the speech runs' judge checks (dyafdb.judge.checks, as dyafdb.measures.table applies them): a
+    # choice the conversation never names counts as none, contradictions are flagged; per conversation
+    answers: dict[str, tuple[Mapping[str, Any], list[dict[str, Any]]]] = {}
     for qid, pairs in by_question.items():
-        question = RUBRIC[qid]
         for rec, item in pairs:
-            for row in question.rows(item.verdict, item.ctx):
-                out.add(rec, row["side"], row["measure"], row["value"], judge=judge, label=str(row.get("label", "")))
+            answers.setdefault(rec["conversation_id"], (rec, []))[1].append({
+                "question": qid, "seat": item.seat, "label": item.verdict.label, "fields": item.verdict.fields,
+                "rows": RUBRIC[qid].rows(item.verdict, item.ctx), "judge": judge})
+    for rec, given in answers.values():
+        for checked in check_conversation(given, scenarios[rec["scenario"]].answer_key, rec["transcript_text"]):
+            for row in checked["rows"]:
+                out.add(rec, row["side"], row["measure"], row["value"], judge=judge, label=str(row.get("label", "")),
+                        check=row.get("check") or "")
 
 
 def main_judge_name(config: Mapping[str, Any], ts: TextSettings) -> str:
