@@ -63,3 +63,14 @@ def test_record_without_an_id_says_what_to_pass(capsys):
 
     assert main(["record"]) == 2
     assert "needs --id" in capsys.readouterr().err
+
+
+def test_analysis_products_match_the_stage_and_name_a_missing_input(tmp_path, capsys):
+    from dyafdb.analysis.products import NEEDS, RUN_PRODUCTS
+    from dyafdb.cli import main
+    from dyafdb.commands.analysis import PRODUCTS
+
+    assert set(PRODUCTS) == set(NEEDS) | set(RUN_PRODUCTS)
+    # checked before any file is read: the missing option is named, not a missing table
+    assert main(["analysis", "matrix", "--runs", str(tmp_path / "absent.tsv"), "--out", str(tmp_path / "m.tsv")]) == 2
+    assert "dyafdb analysis matrix needs --task" in capsys.readouterr().err

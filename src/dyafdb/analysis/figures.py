@@ -372,3 +372,17 @@ def draw(name: str, paths: list[Path], tables: list[pd.DataFrame], settings: Set
     if name not in FIGURES:
         raise InputError(f"unknown figure {name!r}; choose one of matrices, {', '.join(FIGURES)}")
     return FIGURES[name](tables[0], settings)
+
+
+def draw_files(name: str, inputs: list[Path], settings: Settings, out_prefix: Path | str) -> list[Path]:
+    """`dyafdb analysis figure`: read the figure's table(s), draw it and save it in every configured format."""
+    from dyafdb.analysis.io import read_tsv
+    from dyafdb.errors import InputError
+
+    tables = [read_tsv(p) for p in inputs]
+    try:
+        fig = draw(name, inputs, tables, settings)
+    except KeyError as exc:
+        raise InputError(f"{', '.join(map(str, inputs))}: not the table(s) figure {name} draws (no column {exc}); "
+                         "pass the TSV its analysis rule writes (docs/analysis.md)") from None
+    return save(fig, out_prefix, settings)

@@ -321,3 +321,56 @@ def text_pairing_product(config: dict, root: Path, runs_paths: list[Path], text_
             note="speech rows average each model over its pairings; text rows come from their one pairing; "
                  "T2 is a team score; T3-2 is the presser's agreement rate"))
     return table
+
+
+# What each product reads besides the config, from the @table declarations; every other product reads
+# per-run tables only.
+NEEDS = {s.name: _reads(s) for s in _registry.tables().values() if s.cli and _reads(s) != ("runs",)}
+RUN_PRODUCTS = tuple(s.name for s in _registry.tables().values() if s.cli and _reads(s) == ("runs",))
+
+
+def _call_run_product(product: str, table: pd.DataFrame, settings: Settings, out: Path, html: Path | None,
+                      given: dict) -> None:
+    """A per-run-table product by its declaration: an option ``--curves`` fills the parameter ``curves``
+    or ``curves_out``."""
+    import inspect
+
+    fn = _registry.resolve(_registry.tables()[product])
+    params = inspect.signature(fn).parameters
+    kwargs = {"settings": settings, "out": out, "html": html}
+    kwargs[next(iter(params))] = table
+    for name in _registry.tables()[product].needs:
+        kwargs[name if name in params else f"{name}_out"] = given[name]
+    fn(**kwargs)
+
+
+def compute_product(product: str, config: dict, root: Path, out: Path, *, measures: list[Path] | None = None,
+                    runs: list[Path] | None = None, archetype: str | None = None, html: Path | None = None,
+                    task: str | None = None, metric: str | None = None, curves: Path | None = None,
+                    effects: Path | None = None, human: Path | None = None, config_out: Path | None = None,
+                    bootstrap: int | None = None) -> None:
+    """One product by name (`dyafdb analysis <product>`): check its inputs are given, read them, write it."""
+    from dyafdb.analysis.settings import from_config
+
+    products = _registry.product_names()
+    if product not in products:
+        raise InputError(f"no analysis product {product!r}; products: {', '.join(products)}")
+    given = {"measures": measures, "runs": runs, "task": task, "metric": metric, "curves": curves, "effects": effects}
+    for name in _reads(_registry.tables()[product]):
+        if given[name] is None:
+            raise InputError(f"dyafdb analysis {product} needs --{name}")
+    if product == "runs" and not measures and not archetype:
+        raise InputError("dyafdb analysis runs needs --measures FILE(s) or --archetype")
+    settings = from_config(config, root)
+    if bootstrap is not None:
+        settings.bootstrap = bootstrap
+    if product == "versions":
+        versions_product(config, out, config_out)
+    elif product == "runs":
+        runs_product(measures, settings, out, config, root, archetype)
+    elif product == "agreement":
+        agreement_product(measures, settings, out, html, human)
+    else:
+        table = read_runs(runs)
+        demo_aware(table, settings)
+        _call_run_product(product, table, settings, out, html, given)

@@ -27,8 +27,11 @@ replicates is reported, as in the paper.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from itertools import product
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -290,3 +293,29 @@ def variance_table(runs: pd.DataFrame, settings: Settings, tasks: tuple[str, ...
                 flag = "; ".join(x for x in (flag, "self-play cells are constant 0.50 by construction; see the cross_play variant") if x)
             add(task, "task_score", variant, point, sds, grid, flag)
     return pd.DataFrame(rows, columns=["measure", "kind", "variant", "term", "eta2", "sd", "cells", "complete", "flag"])
+
+
+def decompose_file(path: Path, cross_play_only: bool = False, digits: int = 6) -> dict[str, Any]:
+    """`dyafdb analysis variance-cells`: the terms of a TSV/CSV of cell means (columns model, partner,
+    value[, task]), rounded; terms the cells cannot answer are null with the reason in ``note``
+    (a constant table, or a grid that cannot separate model from partner), never zeros."""
+    from dyafdb.analysis.io import read_delimited
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: file not found")
+    sep = "," if path.suffix.lower() == ".csv" else "\t"
+    cells = read_delimited(path, "cells table", "one row per cell, columns model, partner, value[, task]", sep=sep,
+                           dtype=str, keep_default_na=False)
+    cells.columns = [c.strip().lower() for c in cells.columns]
+    if cross_play_only and {"model", "partner"} <= set(cells.columns):
+        cells = cells[cells["model"] != cells["partner"]]
+    try:
+        terms = decompose_cells(cells)
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    doc: dict[str, Any] = {k: None if math.isnan(v) else round(v, digits) for k, v in terms.items()}
+    note = decompose_note(cells)
+    if note:
+        doc["note"] = note
+    return doc

@@ -13,25 +13,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
+from dyafdb.analysis import registry
 from dyafdb.commands._common import add_config_argument, load_configs
-from dyafdb.errors import InputError
 
 NAME = "analysis"
 HELP = "analysis tables (runs, matrix, turntaking, variance, ...), figures, the report, and variance-cells"
 
-PRODUCTS = ("runs", "matrix", "turntaking", "health", "health-models", "variance", "timing", "action-success", "windows", "balance", "agreement",
-            "profiles", "rating", "versions")
-FIGURES = ("variance", "matrices", "timing", "action_success", "windows", "balance", "leaderboard", "text_pairing")
+# from the @table / @figure declarations (read from source, so `dyafdb --help` loads no pandas)
+PRODUCTS = tuple(registry.product_names())
+FIGURES = tuple(registry.figure_kinds())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="<product>|figure|report|variance-cells")
     sub.required = True
-    for product in PRODUCTS:
-        _product_arguments(sub.add_parser(product, help=f"the {product} table"))
+    for product in registry.product_names():
+        title = registry.tables()[product].title
+        _product_arguments(sub.add_parser(product, help=f"the {product} table" + (f": {title}" if title and "{" not in title else "")))
     _figure_arguments(sub.add_parser("figure", help="draw a figure from its analysis table(s)"))
     _report_arguments(sub.add_parser("report", help="one HTML page with every table and figure, captions, config, versions"))
     _variance_cells_arguments(sub.add_parser("variance-cells", help="eta-squared of model, partner, model x partner "
@@ -67,7 +67,7 @@ def _product_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _figure_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", choices=FIGURES)
+    parser.add_argument("name", choices=registry.figure_kinds())
     add_config_argument(parser)
     parser.add_argument("--input", type=Path, nargs="+", required=True,
                         help="the table(s) it draws: timing takes summary then curves; matrices takes any number of matrix TSVs")
@@ -94,82 +94,22 @@ def _variance_cells_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 
-def _need(args: argparse.Namespace, *names: str) -> None:
-    for name in names:
-        if getattr(args, name) is None:
-            raise InputError(f"dyafdb analysis {args.action} needs --{name.replace('_', '-')}")
-
-
-
 def _product(args: argparse.Namespace) -> int:
     # imported here: `dyafdb` builds every command's parser, and pandas/scipy would slow them all
-    from dyafdb.analysis import products as P
-    from dyafdb.analysis.settings import from_config
+    from dyafdb.analysis.products import compute_product
 
-    config = load_configs(args)
-    settings = from_config(config, args.root)
-    if args.bootstrap is not None:
-        settings.bootstrap = args.bootstrap
-    product = args.action
-    if product == "versions":
-        P.versions_product(config, args.out, args.config_out)
-        return 0
-    if product == "runs":
-        if not args.measures and not args.archetype:
-            raise InputError("dyafdb analysis runs needs --measures FILE(s) or --archetype")
-        P.runs_product(args.measures, settings, args.out, config, args.root, args.archetype)
-        return 0
-    if product == "agreement":
-        _need(args, "measures")
-        P.agreement_product(args.measures, settings, args.out, args.html, args.human)
-        return 0
-    _need(args, "runs")
-    runs = P.read_runs(args.runs)
-    P.demo_aware(runs, settings)
-    if product == "matrix":
-        _need(args, "task")
-        P.matrix_product(runs, settings, args.task, args.out, args.html)
-    elif product == "turntaking":
-        _need(args, "metric")
-        P.turntaking_product(runs, settings, args.metric, args.out, args.html)
-    elif product == "health":
-        _need(args, "metric")
-        P.health_product(runs, settings, args.metric, args.out, args.html)
-    elif product == "health-models":
-        P.health_models_product(runs, settings, args.out, args.html)
-    elif product == "variance":
-        P.variance_product(runs, settings, args.out, args.html)
-    elif product == "timing":
-        _need(args, "curves")
-        P.timing_product(runs, settings, args.out, args.curves, args.html)
-    elif product == "action-success":
-        P.action_success_product(runs, settings, args.out, args.html)
-    elif product == "windows":
-        P.windows_product(runs, settings, args.out, args.html)
-    elif product == "balance":
-        P.balance_product(runs, settings, args.out, args.html)
-    elif product == "profiles":
-        P.profiles_product(runs, settings, args.out, args.html)
-    elif product == "rating":
-        _need(args, "effects")
-        P.rating_product(runs, settings, args.out, args.effects, args.html)
+    inputs = {k: getattr(args, k) for k in ("measures", "runs", "archetype", "html", "task", "metric", "curves", "effects",
+                                           "human", "config_out", "bootstrap")}
+    compute_product(args.action, load_configs(args), args.root, args.out, **inputs)
     return 0
 
 
 def _figure(args: argparse.Namespace) -> int:
     # imported here: matplotlib would slow every other dyafdb command down
-    from dyafdb.analysis import figures as F
-    from dyafdb.analysis.io import read_tsv
+    from dyafdb.analysis.figures import draw_files
     from dyafdb.analysis.settings import from_config
 
-    settings = from_config(load_configs(args), args.root)
-    tables = [read_tsv(p) for p in args.input]
-    try:
-        fig = F.draw(args.name, args.input, tables, settings)
-    except KeyError as exc:
-        raise InputError(f"{', '.join(map(str, args.input))}: not the table(s) figure {args.name} draws (no column {exc}); "
-                         "pass the TSV its analysis rule writes (docs/analysis.md)") from None
-    for path in F.save(fig, args.out_prefix, settings):
+    for path in draw_files(args.name, args.input, from_config(load_configs(args), args.root), args.out_prefix):
         print(path)
     return 0
 
@@ -188,29 +128,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _variance_cells(args: argparse.Namespace) -> int:
-    import pandas as pd
+    from dyafdb.analysis.variance import decompose_file
 
-    from dyafdb.analysis.io import read_delimited
-    from dyafdb.analysis.variance import decompose_cells, decompose_note
-
-    path: Path = args.cells
-    if not path.exists():
-        raise InputError(f"{path}: file not found")
-    sep = "," if path.suffix.lower() == ".csv" else "\t"
-    cells = read_delimited(path, "cells table", "one row per cell, columns model, partner, value[, task]", sep=sep,
-                           dtype=str, keep_default_na=False)
-    cells.columns = [c.strip().lower() for c in cells.columns]
-    if args.cross_play_only and {"model", "partner"} <= set(cells.columns):
-        cells = cells[cells["model"] != cells["partner"]]
-    try:
-        terms = decompose_cells(cells)
-    except InputError as exc:
-        raise InputError(f"{path}: {exc}") from None
-    # terms the cells cannot answer are null with the reason (never zeros): a constant table, or a
-    # grid that cannot separate model from partner
-    doc = {k: None if math.isnan(v) else round(v, args.digits) for k, v in terms.items()}
-    note = decompose_note(cells)
-    if note:
-        doc["note"] = note
-    print(json.dumps(doc, indent=2))
+    print(json.dumps(decompose_file(args.cells, args.cross_play_only, args.digits), indent=2))
     return 0
