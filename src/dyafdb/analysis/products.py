@@ -323,25 +323,11 @@ def text_pairing_product(config: dict, root: Path, runs_paths: list[Path], text_
     return table
 
 
-# What each product reads besides the config, from the @table declarations; every other product reads
-# per-run tables only.
-NEEDS = {s.name: _reads(s) for s in _registry.tables().values() if s.cli and _reads(s) != ("runs",)}
-RUN_PRODUCTS = tuple(s.name for s in _registry.tables().values() if s.cli and _reads(s) == ("runs",))
-
-
-def _call_run_product(product: str, table: pd.DataFrame, settings: Settings, out: Path, html: Path | None,
-                      given: dict) -> None:
-    """A per-run-table product by its declaration: an option ``--curves`` fills the parameter ``curves``
-    or ``curves_out``."""
-    import inspect
-
-    fn = _registry.resolve(_registry.tables()[product])
-    params = inspect.signature(fn).parameters
-    kwargs = {"settings": settings, "out": out, "html": html}
-    kwargs[next(iter(params))] = table
-    for name in _registry.tables()[product].needs:
-        kwargs[name if name in params else f"{name}_out"] = given[name]
-    fn(**kwargs)
+# What each product reads besides the config (`dyafdb analysis <product> --<input>`); every other
+# product reads per-run tables only.
+NEEDS = {"versions": (), "runs": (), "agreement": ("measures",), "matrix": ("runs", "task"), "turntaking": ("runs", "metric"),
+         "health": ("runs", "metric"), "timing": ("runs", "curves"), "rating": ("runs", "effects")}
+RUN_PRODUCTS = ("health-models", "variance", "action-success", "windows", "balance", "profiles")
 
 
 def compute_product(product: str, config: dict, root: Path, out: Path, *, measures: list[Path] | None = None,
@@ -352,11 +338,10 @@ def compute_product(product: str, config: dict, root: Path, out: Path, *, measur
     """One product by name (`dyafdb analysis <product>`): check its inputs are given, read them, write it."""
     from dyafdb.analysis.settings import from_config
 
-    products = _registry.product_names()
-    if product not in products:
-        raise InputError(f"no analysis product {product!r}; products: {', '.join(products)}")
+    if product not in NEEDS and product not in RUN_PRODUCTS:
+        raise InputError(f"no analysis product {product!r}; products: {', '.join([*NEEDS, *RUN_PRODUCTS])}")
     given = {"measures": measures, "runs": runs, "task": task, "metric": metric, "curves": curves, "effects": effects}
-    for name in _reads(_registry.tables()[product]):
+    for name in NEEDS.get(product, ("runs",)):
         if given[name] is None:
             raise InputError(f"dyafdb analysis {product} needs --{name}")
     if product == "runs" and not measures and not archetype:
@@ -373,4 +358,16 @@ def compute_product(product: str, config: dict, root: Path, out: Path, *, measur
     else:
         table = read_runs(runs)
         demo_aware(table, settings)
-        _call_run_product(product, table, settings, out, html, given)
+        {
+            "matrix": lambda: matrix_product(table, settings, task, out, html),
+            "turntaking": lambda: turntaking_product(table, settings, metric, out, html),
+            "health": lambda: health_product(table, settings, metric, out, html),
+            "health-models": lambda: health_models_product(table, settings, out, html),
+            "variance": lambda: variance_product(table, settings, out, html),
+            "timing": lambda: timing_product(table, settings, out, curves, html),
+            "action-success": lambda: action_success_product(table, settings, out, html),
+            "windows": lambda: windows_product(table, settings, out, html),
+            "balance": lambda: balance_product(table, settings, out, html),
+            "profiles": lambda: profiles_product(table, settings, out, html),
+            "rating": lambda: rating_product(table, settings, out, effects, html),
+        }[product]()
