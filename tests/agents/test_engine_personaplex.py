@@ -155,3 +155,57 @@ def test_forced_tokens_win_over_the_sample_and_condition_the_depformer(model):
         assert seen[:2] == [3, 3] and seen[2 + len(prompt):] == [3, 3, 3]
     finally:
         engine.close()
+
+
+def test_sessions_through_the_tick_batcher_match_the_engine_alone(model):
+    """The host's path: sessions open (prompt phase under the model lock) while another steps."""
+    import threading
+
+    from dyafdb.agents.base import Session
+    from dyafdb.agents.engine.batcher import TickBatcher
+    from dyafdb.agents.moshi.personaplex_engine import PersonaPlexSessions
+
+    tok, voice = model[2], model[3]
+
+    def session(name: str, side: str) -> Session:
+        return Session(conversation_id=name, side=side, prompt=ROLES[side], speaker_name="Avery",
+                       seed=seed_of(name, side), is_opener=side == "a", window_ticks=10)
+
+    def self_talk(batcher, name: str, ticks: int, out: dict) -> None:
+        handles = {s: batcher.open(session(name, s))[0] for s in "ab"}
+        heard = {s: np.zeros(1920, np.float32) for s in "ab"}
+        got = {s: [] for s in "ab"}
+        for _ in range(ticks):
+            frames = {}
+            threads = [threading.Thread(target=lambda s=s: frames.__setitem__(s, batcher.step(handles[s], heard[s])))
+                       for s in "ab"]
+            [t.start() for t in threads]
+            [t.join() for t in threads]
+            for s in "ab":
+                got[s].append(frames[s].audio)
+            heard = {"a": frames["b"].audio, "b": frames["a"].audio}
+        for s in "ab":
+            batcher.close(handles[s])
+        out[name] = {s: np.concatenate(v) for s, v in got.items()}
+
+    results: dict = {}
+    engine = make_engine(model, 8)
+    sessions = PersonaPlexSessions(engine, voice, "tiny.pt", model_name="pp")
+    batcher = TickBatcher(sessions, max_wait_s=0.05, step_timeout_s=60)
+    try:
+        first = threading.Thread(target=self_talk, args=(batcher, "x", 12, results))
+        first.start()
+        second = threading.Thread(target=self_talk, args=(batcher, "y", 8, results))
+        second.start()  # its two prompt phases run while x is mid-conversation
+        first.join(120)
+        second.join(120)
+        assert batcher.failure is None
+        _, info = sessions.open(session("z", "a"))
+        assert info.adapter == "personaplex" and info.voice == "tiny.pt" and info.extra["text_prompt_tokens"] > 0
+    finally:
+        batcher.stop()
+        engine.close()
+    alone = run(model, 2, {"x": list(range(12))})["x"]
+    for side in "ab":
+        np.testing.assert_allclose(results["x"][side], alone[side]["audio"], rtol=0, atol=1e-4)
+    assert not np.allclose(results["x"]["a"][: len(results["y"]["a"])], results["y"]["a"])

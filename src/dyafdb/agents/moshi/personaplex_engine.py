@@ -45,7 +45,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dyafdb.agents.base import AgentError
+from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
 from dyafdb.agents.moshi.engine import BatchedMoshi
 
 AUDIO_TOKENS_PER_STREAM = 8  # the fork's constant: agent and user streams of 8 codebooks each
@@ -240,3 +240,40 @@ class BatchedPersonaPlex(BatchedMoshi):
         if not executing:
             return torch.full((self.capacity, 1 + self.dep_q, 1), -1, dtype=torch.long, device=self.device)
         return self._execute(executing)
+
+
+class PersonaPlexSessions:
+    """PersonaPlex sessions on a loaded :class:`BatchedPersonaPlex` (the engine host's ``BatchModel``).
+
+    Per session as the ``personaplex`` adapter: the role text wrapped in ``<system>`` tags as the text
+    prompt (an empty prompt: an empty text phase), the model's voice, seeded from the session. The
+    host calls ``open`` under its model lock, so a joining session's prompt phase runs while the
+    others wait between ticks.
+    """
+
+    def __init__(self, batched: BatchedPersonaPlex, voice: VoicePrompt | None, voice_name: str,
+                 model_name: str = "personaplex", sampling: dict[str, Any] | None = None, extra: dict[str, Any] | None = None):
+        self.batched, self.voice, self.voice_name = batched, voice, voice_name
+        self.model_name, self.capacity = model_name, batched.capacity
+        self.sampling = dict(sampling or batched.sampling)
+        self.extra = dict(extra or {})
+
+    def open(self, session: Session) -> tuple[int, AgentInfo]:
+        from dyafdb import __version__
+        from dyafdb.agents.moshi.personaplex import wrap_with_system_tags
+
+        prompt = session.prompt.strip()
+        tokens = list(self.batched.tokenizer.encode(wrap_with_system_tags(prompt))) if prompt else []
+        slot = self.batched.join(session.seed, text_prompt_tokens=tokens, voice=self.voice)
+        return slot, AgentInfo(
+            adapter="personaplex", adapter_version=__version__, model=self.model_name, voice=self.voice_name,
+            sampling=self.sampling,
+            extra={**self.extra, "seed": session.seed, "device": str(self.batched.device), "engine": True,
+                   "engine_capacity": self.capacity, "text_prompt_tokens": len(tokens),
+                   "system_prompt": "<system> role text <system> + voice prompt"})
+
+    def close(self, slot: int) -> None:
+        self.batched.leave(slot)
+
+    def step(self, heard: dict[int, np.ndarray]) -> dict[int, Frame]:
+        return self.batched.step(heard)
