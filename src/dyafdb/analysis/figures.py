@@ -26,7 +26,9 @@ import seaborn as sns  # noqa: E402
 
 from dyafdb.analysis import columns as C  # noqa: E402
 from dyafdb.fileio import write_bytes_atomic  # noqa: E402
+from dyafdb.analysis import registry as _registry  # noqa: E402
 from dyafdb.analysis.numbers import fmt  # noqa: E402
+from dyafdb.analysis.registry import figure  # noqa: E402
 from dyafdb.analysis.settings import Settings  # noqa: E402
 from dyafdb.analysis.tables import Matrix  # noqa: E402
 
@@ -86,6 +88,7 @@ def _empty(message: str):
     return fig
 
 
+@figure("fig2_variance", tables=("variance",), title="Figure 2: who decides each measure", category="Variance", order=40)
 def variance_figure(table: pd.DataFrame, settings: Settings):
     """Figure 2: eta2 terms of the turn-taking metrics, the audio-health measures and the task scores."""
     _style()
@@ -121,6 +124,10 @@ def variance_figure(table: pd.DataFrame, settings: Settings):
     return fig
 
 
+@figure("task_matrices", tables=("score_{task}",), title="Task-score matrices", category="Task scores", order=10)
+@figure("turntaking_matrices", tables=("turntaking_{metric}",), title="Turn-taking matrices", category="Turn-taking",
+        order=20)
+@figure("health_matrices", tables=("health_{metric}",), title="Audio-health matrices", category="Audio health", order=30)
 def matrices_figure(matrices: list[Matrix], settings: Settings, center: float | None = None):
     """Heatmaps of score matrices (row model against column partner), one panel each."""
     _style()
@@ -170,6 +177,8 @@ def _panel_why(m: Matrix, values: pd.DataFrame) -> str:
     return "no cell has a value" if empty else f"every cell is {fmt(float(finite[0]))}"
 
 
+@figure("fig3_timing", tables=("timing", "timing_curves"), title="Figure 3: role entry and deviation",
+        category="Role timing", order=50)
 def timing_figure(curves: pd.DataFrame, summary: pd.DataFrame, settings: Settings):
     """Figure 3: cumulative role entry and deviation per pairing (holder row, partner column)."""
     _style()
@@ -209,6 +218,8 @@ def timing_figure(curves: pd.DataFrame, summary: pd.DataFrame, settings: Setting
     return fig
 
 
+@figure("fig4_action_success", tables=("action_success",), title="Figure 4: success depends on action",
+        category="Action x success", order=60)
 def action_success_figure(table: pd.DataFrame, settings: Settings):
     """Figure 4: action rate against success given action per model, with lines of equal score."""
     _style()
@@ -238,6 +249,8 @@ def action_success_figure(table: pd.DataFrame, settings: Settings):
     return fig
 
 
+@figure("fig5_windows", tables=("windows",), title="Figure 5: conversation time window", category="Time windows",
+        order=70)
 def windows_figure(table: pd.DataFrame, settings: Settings):
     """Figure 5: each measure per model at every window, with intervals."""
     _style()
@@ -285,6 +298,7 @@ def balance_points(table: pd.DataFrame, game: str, settings: Settings) -> pd.Dat
     return pd.DataFrame(rows, columns=["label", "value", "lower", "upper", "color"])
 
 
+@figure("fig6_balance", tables=("balance",), title="Figure 6: game balance", category="Game balance", order=80)
 def balance_figure(table: pd.DataFrame, settings: Settings):
     """Figure 6: side a's share of wins per game, overall and per model on each side."""
     _style()
@@ -309,6 +323,7 @@ def balance_figure(table: pd.DataFrame, settings: Settings):
     return fig
 
 
+@figure("leaderboard", tables=("leaderboard",), category="Rating", order=90)
 def leaderboard_figure(board: pd.DataFrame, settings: Settings):
     """Bradley-Terry ratings with intervals; reference models filled, new models hollow."""
     _style()
@@ -327,6 +342,7 @@ def leaderboard_figure(board: pd.DataFrame, settings: Settings):
     return fig
 
 
+@figure("text_pairing", tables=("text_pairing",), when="text_pairing.enabled", category="Text pairing", order=100)
 def text_pairing_figure(table: pd.DataFrame, settings: Settings):
     """Table 9 as bars: speech models (averaged over pairings) beside the text-only pairing."""
     _style()
@@ -342,15 +358,10 @@ def text_pairing_figure(table: pd.DataFrame, settings: Settings):
     return fig
 
 
-FIGURES: dict[str, Callable] = {
-    "variance": variance_figure,
-    "timing": timing_figure,
-    "action_success": action_success_figure,
-    "windows": windows_figure,
-    "balance": balance_figure,
-    "leaderboard": leaderboard_figure,
-    "text_pairing": text_pairing_figure,
-}
+# kind -> drawing function of one table, from the @figure declarations ("matrices" and "timing" are
+# drawn from several tables: see draw)
+FIGURES: dict[str, Callable] = {f.kind: globals()[f.function] for f in _registry.figures().values()
+                                if f.kind not in ("matrices", "timing") and f.module == __name__}
 
 
 def draw(name: str, paths: list[Path], tables: list[pd.DataFrame], settings: Settings):
@@ -369,9 +380,10 @@ def draw(name: str, paths: list[Path], tables: list[pd.DataFrame], settings: Set
         if len(tables) != 2:
             raise InputError("figure timing needs two tables: the timing summary, then the curves")
         return timing_figure(tables[1], tables[0], settings)
-    if name not in FIGURES:
-        raise InputError(f"unknown figure {name!r}; choose one of matrices, {', '.join(FIGURES)}")
-    return FIGURES[name](tables[0], settings)
+    draw_one = FIGURES.get(name) or next((_registry.resolve(f) for f in _registry.figures().values() if f.kind == name), None)
+    if draw_one is None:
+        raise InputError(f"unknown figure {name!r}; choose one of {', '.join(_registry.figure_kinds())}")
+    return draw_one(tables[0], settings)
 
 
 def draw_files(name: str, inputs: list[Path], settings: Settings, out_prefix: Path | str) -> list[Path]:

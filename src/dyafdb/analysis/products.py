@@ -15,6 +15,8 @@ import yaml
 
 from dyafdb.analysis import columns as C
 from dyafdb.analysis import render
+from dyafdb.analysis import registry as _registry
+from dyafdb.analysis.registry import table
 from dyafdb.analysis.io import normalise_measures, read_delimited, read_measures, write_tsv
 from dyafdb.fileio import write_text_atomic
 from dyafdb.analysis.runs import at_window, build_runs, main_window, resolve_judges
@@ -46,6 +48,7 @@ def measures_of_archetype(config: dict, root: Path, archetype: str) -> pd.DataFr
     return normalise_measures(frame)
 
 
+@table("runs", stem="runs_{task}", runs=None, rule="own", report=False, order=0)
 def runs_product(measures_paths: list[Path] | None, settings: Settings, out: Path, config: dict | None = None,
                  root: Path = Path("."), archetype: str | None = None) -> pd.DataFrame:
     """Per-run table from measures.tsv file(s), or (``archetype``) from that archetype's score outputs."""
@@ -93,6 +96,8 @@ def _main(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     return at_window(runs, main_window(runs, settings))
 
 
+@table("matrix", stem="score_{task}", each="tasks", labels="TASK_TITLES", title="{label}", runs="wildcard",
+       needs=("task",), category="Task scores", subcategory="{task}", order=10)
 def matrix_product(runs: pd.DataFrame, settings: Settings, task: str, out: Path, html: Path | None) -> Matrix:
     if task not in C.TASK_TITLES:
         raise InputError(f"--task {task!r} is not an archetype; choose one of {', '.join(C.TASK_TITLES)}")
@@ -103,6 +108,9 @@ def matrix_product(runs: pd.DataFrame, settings: Settings, task: str, out: Path,
     return m
 
 
+@table("turntaking", stem="turntaking_{metric}", each="TURN_TAKING", labels="TURN_TAKING_LABELS",
+       title="Turn-taking: {label}", runs="main", needs=("metric",), category="Turn-taking", subcategory="{metric}",
+       order=20)
 def turntaking_product(runs: pd.DataFrame, settings: Settings, metric: str, out: Path, html: Path | None) -> Matrix:
     if metric not in C.TURN_TAKING:
         raise InputError(f"--metric {metric!r} is not a turn-taking metric; choose one of {', '.join(C.TURN_TAKING)}")
@@ -113,6 +121,8 @@ def turntaking_product(runs: pd.DataFrame, settings: Settings, metric: str, out:
     return m
 
 
+@table("health", stem="health_{metric}", each="HEALTH", labels="HEALTH_LABELS", title="Audio health: {label}",
+       needs=("metric",), category="Audio health", subcategory="{metric}", constrain=True, order=40)
 def health_product(runs: pd.DataFrame, settings: Settings, metric: str, out: Path, html: Path | None) -> Matrix:
     """One audio-health measure per pairing (every archetype; dyafdb.analysis.health)."""
     from dyafdb.analysis.health import health_matrix
@@ -124,6 +134,7 @@ def health_product(runs: pd.DataFrame, settings: Settings, metric: str, out: Pat
     return m
 
 
+@table("health-models", title="Audio health per model", caption="health.rst", category="Audio health", order=30)
 def health_models_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
     """Every audio-health measure per model, averaged over its pairings."""
     from dyafdb.analysis.health import health_models, health_models_wide
@@ -138,6 +149,8 @@ def health_models_product(runs: pd.DataFrame, settings: Settings, out: Path, htm
     return table
 
 
+@table("variance", title="Variance decomposition (Appendix C, Table 6)", category="Variance",
+       settings=("main_suite", "main_window_s", "bootstrap", "seed"), mem_mb=2000, runtime=15, order=50)
 def variance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
     from dyafdb.analysis.variance import variance_table
 
@@ -159,6 +172,9 @@ def variance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pa
     return table
 
 
+@table("timing", title="Role timing and time to leak", runs=("T1-1", "T1-2", "T4-2"), needs=("curves",),
+       outputs={"curves": "timing_curves"}, category="Role timing",
+       settings=("main_suite", "main_window_s", "timing_archetypes", "ci"), order=60)
 def timing_product(runs: pd.DataFrame, settings: Settings, out: Path, curves_out: Path, html: Path | None):
     from dyafdb.analysis.timing import timing_tables
 
@@ -175,6 +191,8 @@ def timing_product(runs: pd.DataFrame, settings: Settings, out: Path, curves_out
     return summary, curves
 
 
+@table("action-success", title="Action x success (section 5.1)", runs=("T2", "T3-2", "T4-2"), category="Action x success",
+       order=70)
 def action_success_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
     from dyafdb.analysis.action_success import action_success_table
 
@@ -189,6 +207,8 @@ def action_success_product(runs: pd.DataFrame, settings: Settings, out: Path, ht
     return table
 
 
+@table("windows", title="Time windows (section 5.2)", runs="main", category="Time windows",
+       settings=("windows_s", "bootstrap", "seed", "ci"), runtime=10, order=80)
 def windows_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
     from dyafdb.analysis.windows import windows_table
 
@@ -204,6 +224,8 @@ def windows_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pat
     return table
 
 
+@table("balance", title="Game balance (section 5.3, Appendix G)", runs="BALANCE_TASKS", category="Game balance",
+       settings=("main_suite", "main_window_s", "bootstrap", "seed", "ci"), order=90)
 def balance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
     from dyafdb.analysis.balance import balance_table
 
@@ -221,6 +243,8 @@ def balance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pat
     return table
 
 
+@table("agreement", title="Judge agreement (Table 8)", runs="measures", rule="own", category="Judge agreement",
+       order=100)
 def agreement_product(measures_paths: list[Path], settings: Settings, out: Path, html: Path | None,
                       human: Path | None = None) -> pd.DataFrame:
     from dyafdb.analysis.agreement import agreement_table
@@ -248,6 +272,8 @@ def agreement_product(measures_paths: list[Path], settings: Settings, out: Path,
     return table
 
 
+@table("profiles", title="Per-model profiles (Table 10)", runs="main", category="Profiles",
+       settings=("main_suite", "main_window_s", "timing_archetypes", "ci"), order=110)
 def profiles_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
     from dyafdb.analysis.profiles import profiles_table, profiles_wide
 
@@ -260,6 +286,10 @@ def profiles_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pa
     return table
 
 
+@table("rating", stem="leaderboard", title="Leaderboard: rating against the reference set (Appendix H)",
+       needs=("effects",), outputs={"effects": "rating_effects"}, category="Rating", mem_mb=2000, runtime=15,
+       settings=("main_suite", "main_window_s", "bootstrap", "seed", "ci", "reference_models", "anchor_model",
+                 "anchor_rating", "rating_scale", "contested"), order=120)
 def rating_product(runs: pd.DataFrame, settings: Settings, out: Path, effects_out: Path, html: Path | None):
     from dyafdb.analysis.rating import rating_tables
 
@@ -277,6 +307,7 @@ def rating_product(runs: pd.DataFrame, settings: Settings, out: Path, effects_ou
     return board, effects
 
 
+@table("versions", runs=None, rule="own", report=False, order=130)
 def versions_product(config: dict, out: Path, config_out: Path | None = None) -> pd.DataFrame:
     """Versions of everything the numbers depend on, and the merged config they were made with."""
     rows = [("python", platform.python_version()), ("platform", platform.platform())]
@@ -293,6 +324,9 @@ def versions_product(config: dict, out: Path, config_out: Path | None = None) ->
     return table
 
 
+# its rule is in text_pairing.smk; the table enters the report when text pairing is on
+@table("text_pairing", title="Text-only pairing (Appendix E, Table 9)", rule="own", cli=False,
+       when="text_pairing.enabled", category="Text pairing", order=140)
 def text_pairing_product(config: dict, root: Path, runs_paths: list[Path], text_measures: list[Path], settings: Settings,
                          out: Path, html: Path | None, judge: str | None = None) -> pd.DataFrame:
     """Table 9: the speech models' task scores (per-run tables) beside the text-only pairing's
@@ -323,11 +357,34 @@ def text_pairing_product(config: dict, root: Path, runs_paths: list[Path], text_
     return table
 
 
-# What each product reads besides the config (`dyafdb analysis <product> --<input>`); every other
-# product reads per-run tables only.
-NEEDS = {"versions": (), "runs": (), "agreement": ("measures",), "matrix": ("runs", "task"), "turntaking": ("runs", "metric"),
-         "health": ("runs", "metric"), "timing": ("runs", "curves"), "rating": ("runs", "effects")}
-RUN_PRODUCTS = ("health-models", "variance", "action-success", "windows", "balance", "profiles")
+def _reads(spec) -> tuple[str, ...]:
+    """The options a product cannot run without (`dyafdb analysis <product> --<input>`), from its @table."""
+    if spec.runs is None:
+        return ()
+    if spec.runs == "measures":
+        return ("measures",)
+    return ("runs", *spec.needs)
+
+
+# What each product reads besides the config, from the @table declarations; every other product reads
+# per-run tables only.
+NEEDS = {s.name: _reads(s) for s in _registry.tables().values() if s.cli and _reads(s) != ("runs",)}
+RUN_PRODUCTS = tuple(s.name for s in _registry.tables().values() if s.cli and _reads(s) == ("runs",))
+
+
+def _call_run_product(product: str, table: pd.DataFrame, settings: Settings, out: Path, html: Path | None,
+                      given: dict) -> None:
+    """A per-run-table product by its declaration: an option ``--curves`` fills the parameter ``curves``
+    or ``curves_out``."""
+    import inspect
+
+    fn = _registry.resolve(_registry.tables()[product])
+    params = inspect.signature(fn).parameters
+    kwargs = {"settings": settings, "out": out, "html": html}
+    kwargs[next(iter(params))] = table
+    for name in _registry.tables()[product].needs:
+        kwargs[name if name in params else f"{name}_out"] = given[name]
+    fn(**kwargs)
 
 
 def compute_product(product: str, config: dict, root: Path, out: Path, *, measures: list[Path] | None = None,
@@ -338,10 +395,11 @@ def compute_product(product: str, config: dict, root: Path, out: Path, *, measur
     """One product by name (`dyafdb analysis <product>`): check its inputs are given, read them, write it."""
     from dyafdb.analysis.settings import from_config
 
-    if product not in NEEDS and product not in RUN_PRODUCTS:
-        raise InputError(f"no analysis product {product!r}; products: {', '.join([*NEEDS, *RUN_PRODUCTS])}")
+    products = _registry.product_names()
+    if product not in products:
+        raise InputError(f"no analysis product {product!r}; products: {', '.join(products)}")
     given = {"measures": measures, "runs": runs, "task": task, "metric": metric, "curves": curves, "effects": effects}
-    for name in NEEDS.get(product, ("runs",)):
+    for name in _reads(_registry.tables()[product]):
         if given[name] is None:
             raise InputError(f"dyafdb analysis {product} needs --{name}")
     if product == "runs" and not measures and not archetype:
@@ -358,16 +416,4 @@ def compute_product(product: str, config: dict, root: Path, out: Path, *, measur
     else:
         table = read_runs(runs)
         demo_aware(table, settings)
-        {
-            "matrix": lambda: matrix_product(table, settings, task, out, html),
-            "turntaking": lambda: turntaking_product(table, settings, metric, out, html),
-            "health": lambda: health_product(table, settings, metric, out, html),
-            "health-models": lambda: health_models_product(table, settings, out, html),
-            "variance": lambda: variance_product(table, settings, out, html),
-            "timing": lambda: timing_product(table, settings, out, curves, html),
-            "action-success": lambda: action_success_product(table, settings, out, html),
-            "windows": lambda: windows_product(table, settings, out, html),
-            "balance": lambda: balance_product(table, settings, out, html),
-            "profiles": lambda: profiles_product(table, settings, out, html),
-            "rating": lambda: rating_product(table, settings, out, effects, html),
-        }[product]()
+        _call_run_product(product, table, settings, out, html, given)

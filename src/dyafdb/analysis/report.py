@@ -90,32 +90,11 @@ def _body(page: str) -> str:
     return re.sub(r'<div class="demo">.*?</div>', "", body, count=1, flags=re.DOTALL)
 
 
-TITLES = {
-    "variance": "Variance decomposition (Appendix C, Table 6)", "timing": "Role timing and time to leak",
-    "action_success": "Action x success (section 5.1)", "windows": "Time windows (section 5.2)",
-    "balance": "Game balance (section 5.3, Appendix G)", "agreement": "Judge agreement (Table 8)",
-    "profiles": "Per-model profiles (Table 10)", "leaderboard": "Leaderboard: rating against the reference set (Appendix H)",
-    "text_pairing": "Text-only pairing (Appendix E, Table 9)", "task_matrices": "Task-score matrices",
-    "turntaking_matrices": "Turn-taking matrices", "fig2_variance": "Figure 2: who decides each measure",
-    "fig3_timing": "Figure 3: role entry and deviation", "fig4_action_success": "Figure 4: success depends on action",
-    "fig5_windows": "Figure 5: conversation time window", "fig6_balance": "Figure 6: game balance",
-    "health_models": "Audio health per model", "health_matrices": "Audio-health matrices",
-}
-
-
 def _title(stem: str) -> str:
-    from dyafdb.analysis import columns as C
+    """A table's or figure's heading, as its @table / @figure declaration gives it (dyafdb.analysis.registry)."""
+    from dyafdb.analysis import registry
 
-    if stem in TITLES:
-        return TITLES[stem]
-    kind, _, key = stem.partition("_")
-    if kind == "score" and key in C.TASK_TITLES:
-        return C.TASK_TITLES[key]
-    if kind == "turntaking" and key in C.TURN_TAKING_LABELS:
-        return f"Turn-taking: {C.TURN_TAKING_LABELS[key]}"
-    if kind == "health" and key in C.HEALTH_LABELS:
-        return f"Audio health: {C.HEALTH_LABELS[key]}"
-    return stem.replace("_", " ")
+    return registry.titles().get(stem) or registry.wildcard_title(stem) or stem.replace("_", " ")
 
 
 def build_report(tables: Sequence[Path], figures: Sequence[Path], settings: Settings, out: Path,

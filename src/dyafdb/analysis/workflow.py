@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dyafdb.analysis import columns as C
+from dyafdb.analysis import registry
 from dyafdb.judge.plan import JudgePlan
 from dyafdb.paths import Results
 
@@ -81,33 +82,44 @@ class AnalysisPlan:
         return json.dumps({"judge": self.text.get("judge"), "judges": self.config.get("judge")}, sort_keys=True, default=str)
 
     def figures(self) -> dict[str, tuple[str, list[str], str]]:
-        """figure name -> (dyafdb analysis figure kind, input tables, report category)."""
+        """figure name -> (dyafdb analysis figure kind, input tables, report category), from the
+        @figure declarations (dyafdb.analysis.registry)."""
         t = self.results.analysis_table
-        out = {
-            "task_matrices": ("matrices", [t(f"score_{task}") for task in self.tasks], "Task scores"),
-            "turntaking_matrices": ("matrices", [t(f"turntaking_{m}") for m in C.TURN_TAKING], "Turn-taking"),
-            "health_matrices": ("matrices", [t(f"health_{m}") for m in C.HEALTH], "Audio health"),
-            "fig2_variance": ("variance", [t("variance")], "Variance"),
-            "fig3_timing": ("timing", [t("timing"), t("timing_curves")], "Role timing"),
-            "fig4_action_success": ("action_success", [t("action_success")], "Action x success"),
-            "fig5_windows": ("windows", [t("windows")], "Time windows"),
-            "fig6_balance": ("balance", [t("balance")], "Game balance"),
-            "leaderboard": ("leaderboard", [t("leaderboard")], "Rating"),
-        }
-        if self.text_enabled:
-            out["text_pairing"] = ("text_pairing", [t("text_pairing")], "Text pairing")
-        return out
+        return {f.name: (f.kind, [t(s) for stem in f.tables for s in self._stems(stem)], f.category)
+                for f in registry.figures().values() if registry.enabled(f.when, self.config)}
+
+    def _stems(self, stem: str) -> list[str]:
+        """A figure's table: one stem, or every instance of a per-task / per-metric table."""
+        for spec in registry.tables().values():
+            if spec.wildcard and spec.stem == stem:
+                return spec.stems(self.tasks)
+        return [stem]
+
+    def table_runs(self, spec: registry.TableSpec) -> Any:
+        """The per-run tables a generated table rule reads (its ``runs`` declaration)."""
+        runs = spec.runs
+        if runs == "all":
+            return self.all_runs
+        if runs == "main":
+            return self.runs_of(self.main_tasks)
+        if runs == "wildcard":
+            return lambda wildcards: self.results.analysis_runs(wildcards.task)
+        if isinstance(runs, str):
+            runs = getattr(C, runs)
+        return self.runs_of(list(runs))
+
+    def generated_tables(self) -> list[registry.TableSpec]:
+        """The tables whose rules analysis.smk generates."""
+        return [s for s in registry.tables().values() if s.rule == "generated" and registry.enabled(s.when, self.config)]
 
     def figure_files(self, name: str) -> dict[str, str]:
         return {ext: self.results.figure(name, ext) for ext in self.figure_formats}
 
     def tables_html(self) -> list[str]:
+        """The rendered tables the report shows, in the declared order."""
         t = self.results.analysis_table
-        names = ([f"score_{task}" for task in self.tasks] + [f"turntaking_{m}" for m in C.TURN_TAKING]
-                 + ["health_models"] + [f"health_{m}" for m in C.HEALTH]
-                 + ["variance", "timing", "action_success", "windows", "balance", "agreement", "profiles", "leaderboard"]
-                 + (["text_pairing"] if self.text_enabled else []))
-        return [t(n, "html") for n in names]
+        return [t(n, "html") for s in registry.tables().values() if s.report and registry.enabled(s.when, self.config)
+                for n in s.stems(self.tasks)]
 
     def figures_png(self) -> list[str]:
         return [self.figure_files(n)["png"] for n in self.figures()]
@@ -118,6 +130,16 @@ class AnalysisPlan:
     def human_labels(self) -> list[str]:
         path = self.section.get("human_labels")
         return [str(path)] if path else []
+
+    def annotation_keys(self) -> list[str]:
+        """The blind study's key file (analysis.annotation_key, else ``<site>-annotation-key.json``) and
+        the other key files beside it, those that exist: the agreement reads human labels through them,
+        so a new study's key reruns it. None before the viewer has written one."""
+        from dyafdb.analysis.settings import annotation_key_path
+
+        key = annotation_key_path(dict(self.config))
+        keys = [key] + sorted(p for p in key.parent.glob("*-annotation-key.json") if p != key)
+        return [str(p) for p in keys if p.exists()]
 
     @staticmethod
     def captions(basedir: str) -> list[str]:

@@ -15,22 +15,23 @@ import argparse
 import json
 from pathlib import Path
 
+from dyafdb.analysis import registry
 from dyafdb.commands._common import add_config_argument, load_configs
 
 NAME = "analysis"
 HELP = "analysis tables (runs, matrix, turntaking, variance, ...), figures, the report, and variance-cells"
 
-# kept in dyafdb.analysis.products (NEEDS, RUN_PRODUCTS); spelled here too so `dyafdb --help` stays fast
-PRODUCTS = ("runs", "matrix", "turntaking", "health", "health-models", "variance", "timing", "action-success", "windows",
-            "balance", "agreement", "profiles", "rating", "versions")
-FIGURES = ("variance", "matrices", "timing", "action_success", "windows", "balance", "leaderboard", "text_pairing")
+# from the @table / @figure declarations (read from source, so `dyafdb --help` loads no pandas)
+PRODUCTS = tuple(registry.product_names())
+FIGURES = tuple(registry.figure_kinds())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="<product>|figure|report|variance-cells")
     sub.required = True
-    for product in PRODUCTS:
-        _product_arguments(sub.add_parser(product, help=f"the {product} table"))
+    for product in registry.product_names():
+        title = registry.tables()[product].title
+        _product_arguments(sub.add_parser(product, help=f"the {product} table" + (f": {title}" if title and "{" not in title else "")))
     _figure_arguments(sub.add_parser("figure", help="draw a figure from its analysis table(s)"))
     _report_arguments(sub.add_parser("report", help="one HTML page with every table and figure, captions, config, versions"))
     _variance_cells_arguments(sub.add_parser("variance-cells", help="eta-squared of model, partner, model x partner "
@@ -66,7 +67,7 @@ def _product_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _figure_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", choices=FIGURES)
+    parser.add_argument("name", choices=registry.figure_kinds())
     add_config_argument(parser)
     parser.add_argument("--input", type=Path, nargs="+", required=True,
                         help="the table(s) it draws: timing takes summary then curves; matrices takes any number of matrix TSVs")

@@ -1,0 +1,280 @@
+"""Tables and figures: each declares itself where it is defined (``@table("windows", ...)`` on its
+product function, ``@figure("fig5_windows", ...)`` on its drawing function); this module finds them.
+
+Everything that lists tables or figures is derived from these declarations: the choices of
+``dyafdb analysis``, the analysis rules (one generated per table, one per figure, in
+workflow/rules/analysis.smk), AnalysisPlan's lists, the report's titles and order. A new table is
+its decorated function plus its caption (workflow/report/<caption>.rst); a new figure likewise.
+
+The declarations are read from the source (as ``@adapter`` is, dyafdb.declarations), not by
+importing it: building the CLI or planning the workflow must not load pandas or matplotlib. So a
+decorator's arguments are literals; where a table's list depends on the run (its archetypes, its
+metrics) it names the list: ``each="tasks"`` (the design's archetypes) or a tuple in
+dyafdb.analysis.columns (``each="HEALTH"``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+F = TypeVar("F", bound=Callable)
+
+# (module prefix, folder) of every source scanned for declarations; a test adds its own folder
+SOURCES: list[tuple[str, Path]] = [("dyafdb.analysis", Path(__file__).resolve().parent)]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One ``dyafdb analysis <name>`` product and, unless ``rule`` says otherwise, its analysis rule.
+
+    stem: the table's file name (results/analysis/tables/<stem>.tsv and .html); ``{task}`` or
+      ``{metric}`` in it makes one table per value of ``each``.
+    runs: the per-run tables it reads: "all", "main" (the main-suite archetypes), "wildcard" (the
+      archetype in its stem), a tuple of archetypes or the name of one in dyafdb.analysis.columns.
+    needs: options it takes besides --runs/--out/--html (a wildcard's value, or an extra output
+      named in ``outputs``); the function's parameter is named after the option (``curves`` or
+      ``curves_out``).
+    rule: "generated" (analysis.smk writes it in its loop) or "own" (a hand-written rule).
+    cli: False for a table another command writes (text_pairing: `dyafdb text-pairing`).
+    """
+
+    name: str
+    function: str
+    module: str
+    stem: str = ""
+    title: str = ""
+    labels: str = ""
+    each: str = ""
+    runs: Any = "all"
+    needs: tuple[str, ...] = ()
+    outputs: dict[str, str] = field(default_factory=dict)
+    settings: tuple[str, ...] = ("main_suite", "main_window_s")
+    caption: str = ""
+    category: str = ""
+    subcategory: str = ""
+    constrain: bool = False
+    mem_mb: int = 1000
+    runtime: int = 5
+    rule: str = "generated"
+    cli: bool = True
+    report: bool = True
+    when: str = ""
+    order: int = 1000
+
+    @property
+    def rule_name(self) -> str:
+        return "analysis_" + self.name.replace("-", "_")
+
+    @property
+    def wildcard(self) -> str:
+        """The wildcard in the stem ("task", "metric"), or ""."""
+        return self.stem.partition("{")[2].partition("}")[0]
+
+    @property
+    def log(self) -> str:
+        return self.stem if self.wildcard else self.name.replace("-", "_")
+
+    def values(self, tasks: list[str]) -> list[str]:
+        """The wildcard's values in this run (the design's archetypes, or a columns tuple)."""
+        if self.each == "tasks":
+            return list(tasks)
+        from dyafdb.analysis import columns as C
+
+        return list(getattr(C, self.each))
+
+    def stems(self, tasks: list[str]) -> list[str]:
+        """The tables it writes (the stem filled with each wildcard value)."""
+        if not self.wildcard:
+            return [self.stem]
+        return [self.stem.replace("{" + self.wildcard + "}", v) for v in self.values(tasks)]
+
+    def shell(self) -> str:
+        """The command of its generated rule (options in the order they always had)."""
+        options = "".join(f" --{w} {{wildcards.{w}}}" for w in self.needs if w == self.wildcard)
+        options += " --out {output.tsv}"
+        options += "".join(f" --{o} {{output.{o}}}" for o in self.outputs)
+        return (f"dyafdb analysis {self.name} {{params.cfg}} --runs {{input}}{options}"
+                " --html {output.html} > {log} 2>&1")
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure: drawn by ``dyafdb analysis figure <kind>`` from its tables (stems; a wildcard stem
+    stands for all of that table's instances, in order)."""
+
+    name: str
+    function: str
+    module: str
+    kind: str = ""
+    tables: tuple[str, ...] = ()
+    title: str = ""
+    category: str = ""
+    caption: str = ""
+    when: str = ""
+    order: int = 1000
+
+
+def table(name: str, **fields: Any) -> Callable[[F], F]:
+    """Declare the decorated product function as analysis table ``name`` (fields: see TableSpec)."""
+
+    def mark(fn: F) -> F:
+        fn.analysis_table = name  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def figure(name: str, **fields: Any) -> Callable[[F], F]:
+    """Declare the decorated drawing function as figure ``name`` (fields: see FigureSpec)."""
+
+    def mark(fn: F) -> F:
+        fn.analysis_figures = (*getattr(fn, "analysis_figures", ()), name)  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def _literal(node: ast.AST, where: str) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise RuntimeError(f"{where}: a declaration's arguments must be literals (name a list in "
+                           "dyafdb.analysis.columns instead of computing it)") from None
+
+
+_DEF = re.compile(r"^(?:async )?def (\w+)\(", re.M)
+
+
+def _scan(decorator: str) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(name, module, function, fields) of every ``@decorator("name", ...)`` function, in source order.
+
+    Only the decorator lines above each ``def`` are parsed, not the whole module: the CLI reads the
+    declarations every time it starts."""
+    found = []
+    start = re.compile(rf"^@{decorator}\(", re.M)
+    for prefix, folder in SOURCES:
+        for path in sorted(Path(folder).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            if f"\n@{decorator}(" not in text:  # most modules: skip
+                continue
+            module = ".".join((prefix, *path.relative_to(folder).with_suffix("").parts)).removesuffix(".__init__")
+            pos = 0
+            while (m := start.search(text, pos)) is not None:
+                d = _DEF.search(text, m.start())
+                if d is None:
+                    break
+                # the block of decorators (and comments) down to the def, parsed on its own
+                snippet = text[m.start():d.start()] + "def f(): pass\n"
+                lineno = text.count("\n", 0, m.start()) + 1
+                try:
+                    node = ast.parse(snippet).body[0]
+                except SyntaxError as exc:
+                    raise RuntimeError(f"{path}:{lineno}: cannot read the @{decorator} declaration ({exc.msg})") from None
+                # listed top-down, so stacked figures keep their written order
+                for dec in node.decorator_list:  # type: ignore[attr-defined]
+                    if not (isinstance(dec, ast.Call) and getattr(dec.func, "id", None) == decorator and dec.args):
+                        continue
+                    where = f"{path}:{lineno + dec.lineno - 1}"
+                    fields = {k.arg: _literal(k.value, where) for k in dec.keywords if k.arg}
+                    found.append((_literal(dec.args[0], where), module, d.group(1), fields))
+                pos = d.end()
+    return found
+
+
+def _specs(decorator: str, cls: type) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, module, function, fields in _scan(decorator):
+        if name in out:
+            raise RuntimeError(f"@{decorator}({name!r}) is declared twice: {out[name].module}.{out[name].function} "
+                               f"and {module}.{function}")
+        for key in ("needs", "settings", "tables"):
+            if key in fields and isinstance(fields[key], list):
+                fields[key] = tuple(fields[key])
+        out[name] = cls(name=name, module=module, function=function, **fields)
+    return out
+
+
+@lru_cache(maxsize=None)
+def tables() -> dict[str, TableSpec]:
+    """Every declared table, in report order."""
+    specs = _specs("table", TableSpec)
+    for name, spec in specs.items():
+        fill = {"stem": spec.stem or name.replace("-", "_")}
+        fill["caption"] = spec.caption or fill["stem"].partition("_{")[0] + ".rst"
+        specs[name] = TableSpec(**{**spec.__dict__, **fill})
+    ordered = sorted(specs.values(), key=lambda s: s.order)  # stable: ties keep source order
+    return {s.name: s for s in ordered}
+
+
+@lru_cache(maxsize=None)
+def figures() -> dict[str, FigureSpec]:
+    """Every declared figure, in report order."""
+    specs = _specs("figure", FigureSpec)
+    for name, spec in specs.items():
+        fill = {"kind": spec.kind or spec.function.removesuffix("_figure"), "caption": spec.caption or f"{name}.rst"}
+        specs[name] = FigureSpec(**{**spec.__dict__, **fill})
+    ordered = sorted(specs.values(), key=lambda s: s.order)
+    return {s.name: s for s in ordered}
+
+
+def clear() -> None:
+    """Forget what was read (a test that adds a source calls this)."""
+    tables.cache_clear()
+    figures.cache_clear()
+
+
+def product_names() -> list[str]:
+    """The choices of ``dyafdb analysis <product>``."""
+    return [name for name, spec in tables().items() if spec.cli]
+
+
+def figure_kinds() -> list[str]:
+    """The choices of ``dyafdb analysis figure <kind>`` (one drawing function may draw several figures)."""
+    return list(dict.fromkeys(f.kind for f in figures().values()))
+
+
+def titles() -> dict[str, str]:
+    """Report heading of each table stem and figure name that has a fixed title."""
+    out = {s.stem: s.title for s in tables().values() if s.title and not s.wildcard}
+    out.update({f.name: f.title for f in figures().values() if f.title})
+    return out
+
+
+def wildcard_title(stem: str) -> str | None:
+    """Report heading of one instance of a per-task or per-metric table (``score_T2``), or None."""
+    for spec in tables().values():
+        if not spec.wildcard or not spec.title:
+            continue
+        head, _, tail = spec.stem.partition("{" + spec.wildcard + "}")
+        if stem.startswith(head) and stem.endswith(tail) and len(stem) > len(head) + len(tail):
+            key = stem[len(head):len(stem) - len(tail)]
+            from dyafdb.analysis import columns as C
+
+            labels = getattr(C, spec.labels) if spec.labels else {}
+            if labels and key not in labels:
+                continue
+            return spec.title.format(key=key, label=labels.get(key, key))
+    return None
+
+
+def enabled(when: str, config: dict) -> bool:
+    """A declaration's ``when`` ("text_pairing.enabled"): the config switch that turns it on."""
+    if not when:
+        return True
+    node: Any = config
+    for part in when.split("."):
+        node = (node or {}).get(part) if isinstance(node, dict) else None
+    return bool(node)
+
+
+def resolve(spec: TableSpec | FigureSpec) -> Callable:
+    """The declared function itself (imports its module)."""
+    import importlib
+
+    return getattr(importlib.import_module(spec.module), spec.function)
+
