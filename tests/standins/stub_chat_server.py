@@ -6,8 +6,8 @@ reads: ``POST {base_url}/chat/completions`` with a JSON body, answered by a ``Ch
 logprobs and finish_reason, usage with prompt/completion/total tokens); other paths get the API's
 404 error body. Text models answer with a fixed number of words (the defender of a T4-2 scenario
 names its secret; ``say`` puts given words first); the judge model answers in the rubric's format.
-Every request body is kept for the assertions. ``malformed`` queues HTTP-200 faults for the next replies: ``html`` (a proxy's error
-page) or ``invalid_json`` (a cut body).
+Every request body is kept for the assertions. ``malformed`` queues HTTP-200 faults for the next
+replies: ``html`` (a proxy's error page) or ``invalid_json`` (a cut body).
 """
 
 from __future__ import annotations
