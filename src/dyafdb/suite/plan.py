@@ -209,7 +209,7 @@ def format_plan(plan: Mapping[str, Any]) -> str:
     eng = plan["engines"]
     lines.append(f"  with engines: {plan['gpu_hours_engines']:,.0f} GPU-hours instead of {plan['gpu_hours']:,.0f} at batch 1; "
                  + (f"{', '.join(eng['models'])} batched {eng['sessions']} per GPU at {eng['tick_ms']:g} ms per tick "
-                    f"({eng['source']}), one model load per {eng['sessions']} sessions" if eng["models"] else
+                    f"({eng['source']}), one model load per {eng['sessions']} sessions, prompt phases not counted" if eng["models"] else
                     "no model of this config has a batching engine"))
     for name, suite in plan["suites"].items():
         lines.append(f"  suite {name} ({suite['window_s']:g} s window): {suite['conversations']:,} conversations, "
