@@ -81,7 +81,7 @@ def test_stored_signatures_change_no_planned_job(tmp_path):
     shutil.copytree(REPO / "workflow", plain / "workflow")
     snakefile = plain / "workflow" / "Snakefile"
     text = snakefile.read_text()
-    shortcuts = ["fix_callable_signatures()\n", "gc.freeze()\n", "gc.set_threshold(70_000, 10, 10)\n"]
+    shortcuts = ["fix_callable_signatures()\n", "gc.freeze()\n", "gc.set_threshold(70_000, 10, 10)\n", "atexit.register(gc.freeze)\n"]
     for line in shortcuts:
         assert line in text
         text = text.replace(line, "")
