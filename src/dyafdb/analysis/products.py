@@ -312,7 +312,7 @@ def versions_product(config: dict, out: Path, config_out: Path | None = None) ->
     """Versions of everything the numbers depend on, and the merged config they were made with."""
     rows = [("python", platform.python_version()), ("platform", platform.platform())]
     for pkg in ("dyafdb", "numpy", "scipy", "pandas", "statsmodels", "lifelines", "matplotlib", "seaborn", "snakemake",
-                "xllamacpp", "httpx"):
+                "xllamacpp", "anthropic", "openai"):
         try:
             rows.append((pkg, metadata.version(pkg)))
         except metadata.PackageNotFoundError:
