@@ -71,6 +71,13 @@ RECORD_SITE = {
     "slurm_partition": lambda wc: (SITE_GPU_PARTITION if _record_gpus(wc)[0] else SITE_PARTITION) or None,
     "gpu_model": lambda wc: _record_gpus(wc)[1] if _record_gpus(wc)[0] else None,
 }
+# Snakemake calls a resource function for each of the 7,560 record jobs while it plans: where the
+# answer is the same for every job (one partition, or none; no GPU model anywhere), it is a constant.
+if SITE_GPU_PARTITION == SITE_PARTITION:
+    RECORD_SITE["slurm_partition"] = SITE_PARTITION
+if not SITE_GPU_MODEL and not any(m.get("resources", {}).get("gpu_model") for m in config["models"].values()):
+    del RECORD_SITE["gpu_model"]
+RECORD_SITE = {k: v for k, v in RECORD_SITE.items() if v is not None}
 
 
 def preflight_planned_jobs():
