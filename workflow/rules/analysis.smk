@@ -2,6 +2,7 @@
 # A table reads only the archetypes it needs, so editing one judge prompt (one archetype's judge
 # jobs) recomputes that archetype's runs and the tables that read it, nothing else.
 # `snakemake --report report.html` builds Snakemake's report from the same outputs and captions.
+from dyafdb.analysis.memory import declared_mem_mb
 from dyafdb.analysis.workflow import AnalysisPlan
 
 ANALYSIS_PLAN = AnalysisPlan(config, CONVERSATIONS, RESULTS)
@@ -29,7 +30,8 @@ rule analysis_runs:
     conda:
         "../../envs/dyafdb.yml"
     resources:
-        mem_mb=2000,
+        # Grows with the archetype's conversations (dyafdb.analysis.memory, measured).
+        mem_mb=lambda wildcards: declared_mem_mb("runs", len(ANALYSIS_PLAN.by_archetype.get(wildcards.task, ()))),
         runtime=10,
         **CPU_SITE,
     shell:
@@ -93,7 +95,7 @@ rule analysis_agreement:
     conda:
         "../../envs/dyafdb.yml"
     resources:
-        mem_mb=2000,
+        mem_mb=declared_mem_mb("agreement", len(CONVERSATIONS)),
         runtime=5,
         **CPU_SITE,
     shell:
