@@ -73,8 +73,11 @@ def test_the_shipped_declarations_give_todays_lists():
     assert tables["health-models"].caption == "health.rst" and tables["matrix"].caption == "score.rst"
     assert registry.figure_kinds()[0] == "matrices" and "timing" in registry.figure_kinds()
     assert registry.wildcard_title("score_T2") and registry.wildcard_title("score_T9") is None
-    assert tables["timing"].shell() == ("dyafdb analysis timing {params.cfg} --runs {input} --out {output.tsv}"
-                                        " --curves {output.curves} --html {output.html} > {log} 2>&1")
+    from types import SimpleNamespace
+
+    out = SimpleNamespace(tsv="t.tsv", curves="c.tsv")
+    assert tables["timing"].command_options(SimpleNamespace(), out) == "--out t.tsv --curves c.tsv"
+    assert tables["matrix"].command_options(SimpleNamespace(task="T2"), SimpleNamespace(tsv="m.tsv")) == "--task T2 --out m.tsv"
 
 
 def test_a_toy_table_and_figure_appear_everywhere(toy, tmp_path, capsys):

@@ -3,6 +3,7 @@
 # jobs) recomputes that archetype's runs and the tables that read it, nothing else.
 # `snakemake --report report.html` builds Snakemake's report from the same outputs and captions.
 from dyafdb.analysis.memory import declared_mem_mb
+from dyafdb.analysis.registry import TableSpec
 from dyafdb.analysis.workflow import AnalysisPlan
 
 ANALYSIS_PLAN = AnalysisPlan(config, CONVERSATIONS, RESULTS)
@@ -61,6 +62,8 @@ for _table in ANALYSIS_PLAN.generated_tables():
         params:
             cfg=CONFIG_ARGS,
             settings=ANALYSIS_PLAN.settings(*_table.settings),
+            product=_table.name,
+            options=_table.command_options,
         log:
             R.log("analysis", _table.log),
         benchmark:
@@ -74,7 +77,7 @@ for _table in ANALYSIS_PLAN.generated_tables():
             runtime=_table.runtime,
             **CPU_SITE,
         shell:
-            _table.shell()
+            TableSpec.SHELL
 
 
 rule analysis_agreement:

@@ -93,13 +93,18 @@ class TableSpec:
             return [self.stem]
         return [self.stem.replace("{" + self.wildcard + "}", v) for v in self.values(tasks)]
 
-    def shell(self) -> str:
-        """The command of its generated rule (options in the order they always had)."""
-        options = "".join(f" --{w} {{wildcards.{w}}}" for w in self.needs if w == self.wildcard)
-        options += " --out {output.tsv}"
-        options += "".join(f" --{o} {{output.{o}}}" for o in self.outputs)
-        return (f"dyafdb analysis {self.name} {{params.cfg}} --runs {{input}}{options}"
-                " --html {output.html} > {log} 2>&1")
+    # A rule made in a loop must not read the loop variable when its job runs: Snakemake evaluates a
+    # rule's ``shell:`` expression again at run time, when the loop has moved on (every generated rule
+    # then ran the last table's command). So the command is one constant string and what differs per
+    # table comes through params, fixed when the rule is made.
+    SHELL = "dyafdb analysis {params.product} {params.cfg} --runs {input} {params.options} --html {output.html} > {log} 2>&1"
+
+    def command_options(self, wildcards: Any, output: Any) -> str:
+        """One job's product options, in the order they always had (``--task T2 --out ... --effects ...``)."""
+        parts = [f"--{w} {getattr(wildcards, w)}" for w in self.needs if w == self.wildcard]
+        parts.append(f"--out {output.tsv}")
+        parts += [f"--{o} {getattr(output, o)}" for o in self.outputs]
+        return " ".join(parts)
 
 
 @dataclass(frozen=True)
