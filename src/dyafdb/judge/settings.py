@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from dyafdb.errors import InputError
 from dyafdb.llm import ModelSpec
 from dyafdb.paths import results_of
+from dyafdb.schema_check import fill_defaults, load_schema
 
 # The paper's judges (Appendix D): Claude Opus-5 answers every question, Sonnet-5 answers them
 # again. Model ids are config values: set the exact ids your account offers.
@@ -22,6 +23,8 @@ DEFAULT_JUDGES: dict[str, dict[str, Any]] = {
 }
 # With ``demo_quality: true`` (the laptop demo) and no judges configured: the local llama.cpp model.
 DEMO_JUDGES: dict[str, dict[str, Any]] = {"demo": {"backend": "llamacpp"}}
+# The section's own defaults are written in its schema; a raw (unvalidated) config reads the same ones.
+SECTION_DEFAULTS: dict[str, Any] = fill_defaults({}, load_schema("config-judge"))
 DEFAULT_BASE_URL = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 
@@ -97,9 +100,9 @@ def _spec(name: str, raw: Mapping[str, Any], section: Mapping[str, Any]) -> Judg
         "model": raw.get("model") or ("smollm2-135m-instruct" if backend == "llamacpp" else ""),
         "base_url": raw.get("base_url", DEFAULT_BASE_URL.get(backend)),
         "api_key_env": raw["api_key_env"] if "api_key_env" in raw else DEFAULT_KEY_ENV.get(backend),
-        "concurrency": raw.get("concurrency", 1 if backend == "llamacpp" else section.get("concurrency", 8)),
+        "concurrency": raw.get("concurrency", 1 if backend == "llamacpp" else section["concurrency"]),
         # A grammar-bound local model answers in a few tokens; the cap stops one that is not bound.
-        "max_tokens": raw.get("max_tokens", 64 if backend == "llamacpp" else section.get("max_tokens", 512)),
+        "max_tokens": raw.get("max_tokens", 64 if backend == "llamacpp" else section["max_tokens"]),
         "temperature": float(raw.get("temperature", section.get("temperature", 0.0))),
         "grammar": raw.get("grammar", backend == "llamacpp"),
         "demo_quality": raw.get("demo_quality", backend == "llamacpp"),
@@ -120,7 +123,7 @@ def _spec(name: str, raw: Mapping[str, Any], section: Mapping[str, Any]) -> Judg
 
 def judge_settings(config: Mapping[str, Any], root: Path = Path(".")) -> JudgeSettings:
     """Settings from config section ``judge`` (already schema-checked) with defaults filled in."""
-    section = dict(config.get("judge") or {})
+    section = {**SECTION_DEFAULTS, **(config.get("judge") or {})}
     raw_judges = section.get("judges") or (DEMO_JUDGES if config.get("demo_quality") else DEFAULT_JUDGES)
     judges = {name: _spec(name, raw, section) for name, raw in raw_judges.items()}
     run = tuple(section.get("run") or judges)
@@ -131,11 +134,11 @@ def judge_settings(config: Mapping[str, Any], root: Path = Path(".")) -> JudgeSe
     cache = section.get("cache_dir")
     return JudgeSettings(
         judges=judges, run=run,
-        prompts_dir=Path(root) / section.get("prompts_dir", "config/judge"),
+        prompts_dir=Path(root) / section["prompts_dir"],
         cache_dir=Path(root) / cache if cache else Path(results_of(config, root).judge_cache),
-        max_retries=int(section.get("max_retries", 6)),
-        backoff_s=float(section.get("backoff_s", 2.0)),
-        max_backoff_s=float(section.get("max_backoff_s", 60.0)),
-        timeout_s=float(section.get("timeout_s", 120.0)),
-        label_retries=int(section.get("label_retries", 1)),
+        max_retries=int(section["max_retries"]),
+        backoff_s=float(section["backoff_s"]),
+        max_backoff_s=float(section["max_backoff_s"]),
+        timeout_s=float(section["timeout_s"]),
+        label_retries=int(section["label_retries"]),
     )

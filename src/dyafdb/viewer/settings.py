@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dyafdb.paths import results_of
+from dyafdb.schema_check import fill_defaults, load_schema
 
 # The paper's human study (Table 8): 40 T1-1 conversations (both seats) and 60 T1-2 (the holder),
 # 140 seats from 100 conversations.
@@ -33,19 +34,19 @@ class ViewerSettings:
 
 def viewer_settings(config: Mapping[str, Any], root: Path = Path(".")) -> ViewerSettings:
     """Settings from config section ``viewer`` (already schema-checked), defaults filled in."""
-    section = dict(config.get("viewer") or {})
-    ann = dict(section.get("annotation") or {})
+    section = fill_defaults(dict(config.get("viewer") or {}), load_schema("config-viewer"))
+    ann = fill_defaults(dict(section.get("annotation") or {}), load_schema("config-viewer")["properties"]["annotation"])
     out = Path(root) / section["out"] if section.get("out") else Path(results_of(config, root).site)
     questions = ann.get("questions")
     return ViewerSettings(
         out=out,
-        audio=section.get("audio", "vorbis"),
-        peaks_per_s=int(section.get("peaks_per_s", 50)),
-        build=bool(section.get("build", True)),
-        annotation=bool(ann.get("enabled", True)),
+        audio=section["audio"],
+        peaks_per_s=int(section["peaks_per_s"]),
+        build=bool(section["build"]),
+        annotation=bool(ann["enabled"]),
         sample=dict(ann["conversations"]) if "conversations" in ann else dict(PAPER_SAMPLE),
         questions=tuple(questions) if questions is not None else None,
-        seed=int(ann.get("seed", 0)),
+        seed=int(ann["seed"]),
     )
 
 
