@@ -24,7 +24,45 @@ from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
 DEFAULT_COMMAND = (sys.executable, "-m", "dyafdb.agents.worker")
 
 
-class RemoteAgent:
+class WireSession:
+    """The agent protocol spoken over the worker frame protocol (``dyafdb.agents.wire``).
+
+    Shared by a worker process (:class:`RemoteAgent`) and an engine session
+    (``dyafdb.agents.engine.client.EngineAgent``): each gives ``name``, ``step_timeout_s``, ``_send``
+    and ``_expect`` for its transport. ``begin_step``/``end_step`` let the bridge step two at once;
+    the side and tick kept here name where a failure happened.
+    """
+
+    name: str
+    step_timeout_s: float
+    _side: str | None = None
+    _tick = -1
+
+    def _send(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def _expect(self, kind: int, timeout: float, doing: str) -> bytes:
+        raise NotImplementedError
+
+    def open(self, session: Session) -> AgentInfo:
+        self._side, self._tick = session.side, -1
+        self._send(wire.encode_json(wire.OPEN, session.to_json()))
+        return AgentInfo(**json.loads(self._expect(wire.OPENED, self.step_timeout_s * 10, "opening the session")))
+
+    def begin_step(self, heard: np.ndarray) -> None:
+        self._tick += 1
+        self._send(wire.encode(wire.STEP, np.ascontiguousarray(heard, dtype="<f4").tobytes()))
+
+    def end_step(self) -> Frame:
+        audio, text, finished = wire.decode_frame(self._expect(wire.FRAME, self.step_timeout_s, "stepping"))
+        return Frame(audio, text, finished)
+
+    def step(self, heard: np.ndarray) -> Frame:
+        self.begin_step(heard)
+        return self.end_step()
+
+
+class RemoteAgent(WireSession):
     """An agent living in its own process; ``begin_step``/``end_step`` let two run concurrently."""
 
     def __init__(self, name: str, adapter: str, params: dict[str, Any] | None = None,
@@ -107,24 +145,7 @@ class RemoteAgent:
             raise self._fail(f"malformed exchange while {doing}: expected {wire.KIND_NAMES[kind]}, got {wire.KIND_NAMES.get(got, got)}")
         return payload
 
-    # -- the agent protocol ---------------------------------------------------------------------
-    def open(self, session: Session) -> AgentInfo:
-        self._side, self._tick = session.side, -1
-        self._send(wire.encode_json(wire.OPEN, session.to_json()))
-        return AgentInfo(**json.loads(self._expect(wire.OPENED, self.step_timeout_s * 10, "opening the session")))
-
-    def begin_step(self, heard: np.ndarray) -> None:
-        self._tick += 1
-        self._send(wire.encode(wire.STEP, np.ascontiguousarray(heard, dtype="<f4").tobytes()))
-
-    def end_step(self) -> Frame:
-        audio, text, finished = wire.decode_frame(self._expect(wire.FRAME, self.step_timeout_s, "stepping"))
-        return Frame(audio, text, finished)
-
-    def step(self, heard: np.ndarray) -> Frame:
-        self.begin_step(heard)
-        return self.end_step()
-
+    # -- the agent protocol (open and the steps are WireSession's) --------------------------------
     def close(self) -> dict[str, Any] | None:
         """End the session; returns what the worker's agent reported at close (see ``Agent.close``)."""
         if self.proc.poll() is None:

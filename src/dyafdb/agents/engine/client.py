@@ -14,10 +14,9 @@ import socket
 import time
 from pathlib import Path
 
-import numpy as np
-
 from dyafdb.agents import wire
-from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
+from dyafdb.agents.base import AgentError
+from dyafdb.agents.remote import WireSession
 
 
 ENGINES_ENV = "DYAFDB_ENGINES"
@@ -63,7 +62,9 @@ def _listening(path: Path) -> bool:
     return True
 
 
-class EngineAgent:
+class EngineAgent(WireSession):
+    """One session in an engine, over its Unix socket (the protocol methods are WireSession's)."""
+
     def __init__(self, name: str, socket_path: str | Path, step_timeout_s: float = 60.0, connect_timeout_s: float = 600.0):
         self.name = name
         self.socket_path = Path(socket_path)
@@ -111,21 +112,6 @@ class EngineAgent:
             raise self._fail(f"malformed exchange while {doing}: expected {wire.KIND_NAMES[kind]}, "
                              f"got {wire.KIND_NAMES.get(got, got)}")
         return payload
-
-    def open(self, session: Session) -> AgentInfo:
-        self._send(wire.encode_json(wire.OPEN, session.to_json()))
-        return AgentInfo(**json.loads(self._expect(wire.OPENED, self.step_timeout_s * 10, "opening the session")))
-
-    def begin_step(self, heard: np.ndarray) -> None:
-        self._send(wire.encode(wire.STEP, np.ascontiguousarray(heard, dtype="<f4").tobytes()))
-
-    def end_step(self) -> Frame:
-        audio, text, finished = wire.decode_frame(self._expect(wire.FRAME, self.step_timeout_s, "stepping"))
-        return Frame(audio, text, finished)
-
-    def step(self, heard: np.ndarray) -> Frame:
-        self.begin_step(heard)
-        return self.end_step()
 
     def close(self) -> None:
         if self.sock.fileno() >= 0:
