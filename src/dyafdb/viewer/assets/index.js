@@ -145,7 +145,7 @@
     return BASE_COLUMNS.concat(extra);
   }
 
-  function cell(r, c) {
+  function tableCell(r, c) {
     var td;
     if (c.id === "title") {
       td = el("td", { cls: "title" }, [el("a", { href: r.href, text: r.title }), el("small", { text: r.id })]);
@@ -207,7 +207,7 @@
     var frag = document.createDocumentFragment();
     rows.slice(0, state.limit).forEach(function (r) {
       var tr = el("tr", { "data-id": r.id });
-      cols.forEach(function (c) { tr.appendChild(cell(r, c)); });
+      cols.forEach(function (c) { tr.appendChild(tableCell(r, c)); });
       tr.addEventListener("click", function (ev) { if (!ev.target.closest("a")) location.href = r.href; });
       frag.appendChild(tr);
     });
