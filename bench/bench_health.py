@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from dyafdb.paths import Results
 from dyafdb.clock import FRAME_SAMPLES, FRAME_SECONDS, SAMPLE_RATE
 from dyafdb.record.recording import Recording, Token, write_recording
 import _testpath  # noqa: F401 (puts tests/helpers on the path)
@@ -119,7 +120,7 @@ def score_process(rec: Recording, asr: bool) -> float:
         meta = {"conversation_id": cid, "archetype": "T1-1", "scenario": "t1-1-fixture-01", "opener": "a",
                 "attempt": 1, "sample_rate": SAMPLE_RATE, "frame_samples": FRAME_SAMPLES,
                 "frame_seconds": FRAME_SECONDS, "ticks": rec.ticks}
-        write_recording(Recording(rec.audio, rec.tokens, meta), root / "results/recordings" / cid)
+        write_recording(Recording(rec.audio, rec.tokens, meta), Path(Results(str(root / "results")).recording(cid)))
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-m", "dyafdb", "score", "all", "--config", str(root / "config.yaml"),
                         "--root", str(root), "--id", cid], check=True, capture_output=True)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from dyafdb.paths import Results
 from dyafdb.clock import FRAME_SAMPLES, FRAME_SECONDS, SAMPLE_RATE
 from dyafdb.record.recording import Recording, Token, write_recording
 import _testpath  # noqa: F401 (puts tests/helpers on the path)
@@ -76,7 +77,7 @@ def build(root: Path, cid: str) -> dict:
             tokens += [Token(side, t, " " + words[t % len(words)]) for t in range(max(s - 3, 0), e)]
     meta = {"conversation_id": cid, "archetype": "T4-2", "scenario": "t4-2-fixture-01", "opener": "a", "attempt": 1,
             "sample_rate": SAMPLE_RATE, "frame_samples": FRAME_SAMPLES, "frame_seconds": FRAME_SECONDS, "ticks": ticks}
-    write_recording(Recording(audio, sorted(tokens, key=lambda t: t.tick), meta), root / "results/recordings" / cid)
+    write_recording(Recording(audio, sorted(tokens, key=lambda t: t.tick), meta), Path(Results(str(root / "results")).recording(cid)))
     from dyafdb.config import load_config
 
     return load_config(root / "config.yaml")

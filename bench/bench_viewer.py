@@ -25,6 +25,7 @@ from pathlib import Path
 
 def synthetic(root: Path, n: int, window_s: float) -> dict:
     from dyafdb.config import validate_config
+    from dyafdb.paths import Results
     from dyafdb.suite.design import build_design
     from dyafdb.record.conversation import record_many
     from dyafdb.score.conversation import score_conversation
@@ -42,7 +43,7 @@ def synthetic(root: Path, n: int, window_s: float) -> dict:
                               "judge": {"judges": {"main": {"backend": "openai", "model": "x", "api_key_env": None}}}},
                              "bench")
     rows = build_design(config, root)[:n]
-    record_many(config, rows, root / "results" / "recordings", root=root)
+    record_many(config, rows, Path(Results(str(root / "results")).recordings), root=root)
     for row in rows:
         score_conversation(config, root, row.conversation_id)
     config["suites"]["b"]["scenarios"] = sorted({r.scenario for r in rows})

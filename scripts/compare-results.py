@@ -18,8 +18,7 @@ def main(a: Path, b: Path) -> int:
 
     ra, rb = Results(str(a)), Results(str(b))
     problems: list[str] = []
-    recs_a = sorted(p.name for p in Path(ra.recordings).iterdir() if p.is_dir() and not p.name.startswith("."))
-    recs_b = sorted(p.name for p in Path(rb.recordings).iterdir() if p.is_dir() and not p.name.startswith("."))
+    recs_a, recs_b = ra.recorded(), rb.recorded()
     if recs_a != recs_b:
         problems.append(f"different recordings: {set(recs_a) ^ set(recs_b)}")
     for cid in sorted(set(recs_a) & set(recs_b)):
@@ -29,7 +28,7 @@ def main(a: Path, b: Path) -> int:
         seg_a = json.loads(Path(ra.segments(cid)).read_text())
         seg_b = json.loads(Path(rb.segments(cid)).read_text())
         if seg_a != seg_b:
-            problems.append(f"segments/{cid}.json differs")
+            problems.append(f"{ra.segments(cid)} differs")
     rows_a = sorted(Path(ra.measures_table).read_text().splitlines())
     rows_b = sorted(Path(rb.measures_table).read_text().splitlines())
     if rows_a != rows_b:

@@ -15,6 +15,7 @@ import yaml
 from conftest import REPO, write_suite
 from dyafdb.config import load_config
 from dyafdb.suite.design import build_design
+from results_paths import RESULTS
 
 MAIN = ["personaplex", "minicpmo", "raon"]
 
@@ -57,7 +58,7 @@ def test_moshi_adds_four_pairings_and_keeps_every_old_id(tmp_path):
 def _record_jobs(plan: str) -> dict[str, dict[str, str]]:
     jobs = {}
     for block in plan.split("rule record:")[1:]:
-        cid = re.search(r"wildcards: conversation=(\S+)", block).group(1)
+        cid = re.search(r"wildcards: .*\bconversation=([^\s,]+)", block).group(1)
         resources = dict(kv.split("=", 1) for kv in re.search(r"resources: (.*)", block).group(1).split(", "))
         outputs = re.search(r"output: (.*)", block).group(1).split(", ")
         jobs[cid] = {"resources": resources, "outputs": outputs}
@@ -78,7 +79,7 @@ def test_dry_run_plans_only_the_new_pairings_with_both_models_gpus(tmp_path):
     three, four = configs(tmp_path, 1, archetypes=["T1-1"], repetitions=1)
     old = [r.conversation_id for r in build_design(three, tmp_path)]
     rows = {r.conversation_id: r for r in build_design(four, tmp_path)}
-    targets = [f"results/recordings/{cid}/meta.json" for cid in rows]
+    targets = [RESULTS.recording_file(cid, "meta.json") for cid in rows]
 
     (tmp_path / "config.yaml").write_text((tmp_path / "config4.yaml").read_text())
     first = snakemake(tmp_path, "-n", *targets)

@@ -15,6 +15,7 @@ from dyafdb.suite.scenarios import find_scenario
 from dyafdb.errors import InputError
 from judge_stub import KEY, Stub
 from scoring_fixtures import load, write_project, write_recording_from_segments
+from results_paths import results_at
 
 REPO = Path(__file__).resolve().parents[2]
 KEY_ENV = "DYAFDB_TEST_JUDGE_KEY"
@@ -49,7 +50,7 @@ def make_project(root: Path, judges: dict[str, Any], archetypes=("T3-2",), **jud
         tokens = [("a", 2, "Hello,"), ("a", 3, "I"), ("a", 4, "am"), ("a", 5, "orca_voice."), ("a", 6, "Please"),
                   ("a", 7, "sign"), ("a", 8, "the"), ("a", 9, "release"), ("a", 10, "form."),
                   ("b", 25, "Maybe"), ("b", 26, "later.")]
-        write_recording_from_segments(root / "results/recordings" / row.conversation_id,
+        write_recording_from_segments(Path(results_at(root).recording(row.conversation_id)),
                                       {"a": [(0, 20)], "b": [(24, 34)]}, 40, tokens,
                                       conversation_id=row.conversation_id, archetype=row.archetype,
                                       scenario=row.scenario, opener=row.opener, models=(row.model_a, row.model_b))

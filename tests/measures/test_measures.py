@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import csv
 import json
 
@@ -11,6 +13,7 @@ from dyafdb.score.tasks import find_leak, occupancy
 from dyafdb.record.recording import Token
 from dyafdb.errors import InputError
 from scoring_fixtures import load, write_project, write_recording_from_segments
+from results_paths import results_at
 
 
 def test_occupancy_is_exclusive_time_share():
@@ -50,7 +53,7 @@ def test_leak_only_from_defender_and_recorded_on_attacker_row(tmp_path):
     cid = "leak1"
     tokens = [("a", 5, "is"), ("a", 6, "it"), ("a", 7, "cottage"), ("a", 8, "14"),  # attacker guessing: not a leak
               ("b", 30, "fine"), ("b", 31, "it's"), ("b", 40, "cottage"), ("b", 41, "fourteen")]
-    write_recording_from_segments(tmp_path / "results/recordings" / cid, {"a": [(0, 20)], "b": [(25, 45)]}, 60,
+    write_recording_from_segments(Path(results_at(tmp_path).recording(cid)), {"a": [(0, 20)], "b": [(25, 45)]}, 60,
                                   tokens, conversation_id=cid, archetype="T4-2", scenario="t4-2-fixture-01")
     doc = json.loads(score_conversation(config, tmp_path, cid).measures.read_text())
     # time to leak: the start of the defender's segment that says it (frame 25), as its transcript line shows
@@ -71,11 +74,11 @@ def test_measures_table_long_format(tmp_path):
     config = load(tmp_path)
     rows = build_design(config, tmp_path)
     for row in rows:
-        write_recording_from_segments(tmp_path / "results/recordings" / row.conversation_id,
+        write_recording_from_segments(Path(results_at(tmp_path).recording(row.conversation_id)),
                                       {"a": [(0, 20)], "b": [(30, 40)]}, 60, conversation_id=row.conversation_id,
                                       archetype="T3-2", scenario=row.scenario, opener=row.opener,
                                       models=(row.model_a, row.model_b))
-        write_json_atomic(tmp_path / "results/recordings" / row.conversation_id / "garble.json",
+        write_json_atomic(Path(results_at(tmp_path).recording(row.conversation_id)) / "garble.json",
                           {"format": "dyafdb-garble/1", "checked_sides": [], "attempts": [], "status": "not_checked"})
         score_conversation(config, tmp_path, row.conversation_id)
     for q, measure in (("request_asked", "asked"), ("request_granted", "agreement")):
@@ -155,7 +158,7 @@ def test_workflow_records_scores_judges_and_fills_measures_tsv(tmp_path):
             table = list(csv.DictReader(fh, delimiter="\t"))
         judged = {(t["archetype"], t["measure"]) for t in table if t["judge"] == "stub"}
         assert {("T3-2", "asked"), ("T3-2", "agreement"), ("T1-1", "in_role"), ("T1-1", "role_entry_s")} <= judged
-        assert {t["conversation_id"] for t in table} == {p.stem for p in (tmp_path / "results/measures").glob("*.json")}
+        assert {t["conversation_id"] for t in table} == {p.stem for p in (tmp_path / "results/measures").glob("*/*.json")}
         (prompts / "request_asked.txt").write_text((prompts / "request_asked.txt").read_text() + "\nBe brief.\n")
         plan = snakemake("-n")
         assert plan.returncode == 0, plan.stdout + plan.stderr

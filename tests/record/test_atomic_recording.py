@@ -14,6 +14,7 @@ from dyafdb.clock import FRAME_SAMPLES
 from dyafdb.record import recording
 from dyafdb.record.recording import Recording, Token, read_meta, write_recording
 from scoring_fixtures import load, meta_for, write_project
+from results_paths import results_at
 
 CID = "t1-1-fixture-01__model_x__model_y__open-a__rep1__1s"
 
@@ -126,13 +127,13 @@ def _record(config, row, root, asr):
     from dyafdb.record.checked import record_checked
 
     with AgentPool(dict(config)) as pool:
-        return record_checked(config, row, root / "results/recordings" / row.conversation_id, pool, root, transcriber=asr)
+        return record_checked(config, row, Path(results_at(root).recording(row.conversation_id)), pool, root, transcriber=asr)
 
 
 def test_kill_during_the_whisper_check_keeps_the_previous_recording_and_its_verdict(tmp_path):
     config, row = _checked_project(tmp_path)
     _, doc = _record(config, row, tmp_path, ASR("wonderful afternoon gardens"))
-    out = tmp_path / "results/recordings" / row.conversation_id
+    out = Path(results_at(tmp_path).recording(row.conversation_id))
     assert doc["status"] == "ok"
     before = _files(out)
     with pytest.raises(Kill):
@@ -148,7 +149,7 @@ def test_failed_rerecord_keeps_a_garbled_recording_marked_failed(tmp_path):
 
     config, row = _checked_project(tmp_path)
     _, doc = _record(config, row, tmp_path, ASR("nothing alike"))
-    out = tmp_path / "results/recordings" / row.conversation_id
+    out = Path(results_at(tmp_path).recording(row.conversation_id))
     assert doc["status"] == "failed"
 
     def broken(*args, **kw):
@@ -167,7 +168,7 @@ def test_a_lost_garble_json_does_not_make_a_garbled_run_clean(tmp_path):
 
     config, row = _checked_project(tmp_path)
     _record(config, row, tmp_path, ASR("nothing alike"))
-    (tmp_path / "results/recordings" / row.conversation_id / "garble.json").unlink()
+    (Path(results_at(tmp_path).recording(row.conversation_id)) / "garble.json").unlink()
     score_conversation(config, tmp_path, row.conversation_id)
     rows = list(table_rows(config, tmp_path, [row], with_judge=False))
     assert {r["side"]: r["value"] for r in rows if r["measure"] == "garble_failure"} == {"a": "1"}

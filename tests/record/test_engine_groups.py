@@ -10,6 +10,8 @@ group with one engine process per model, leaves none behind, and a rerun has not
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import json
 import os
 import re
@@ -20,6 +22,7 @@ import yaml
 from conftest import REPO, scripted_config, write_suite
 from dyafdb.suite.design import build_design
 from test_engine_workflow import planned_record_jobs, snakemake
+from results_paths import RESULTS, results_at
 
 GROUPED = ["--groups", "engine=engine_node"]  # as profiles/slurm does
 
@@ -55,7 +58,7 @@ def test_slurm_groups_ask_for_each_models_gpus_once(tmp_path, monkeypatch):
     for key in ("DYAFDB_SLURM_PARTITION", "DYAFDB_SLURM_GPU_PARTITION", "DYAFDB_SLURM_ACCOUNT", "DYAFDB_SLURM_GPU_MODEL"):
         monkeypatch.delenv(key, raising=False)
     cfg, rows = _config(tmp_path, {"gpus": 1, "cpus": 2, "mem_mb": 9000})
-    targets = [f"results/recordings/{r.conversation_id}/meta.json" for r in rows]
+    targets = [RESULTS.recording_file(r.conversation_id, "meta.json") for r in rows]
     plan = snakemake(tmp_path, "-n", "-p", "--profile", str(REPO / "profiles" / "slurm"), "--cores", "8", *targets)  # the profile's
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert planned_record_jobs(plan.stdout) == len(rows) == 8  # still one record job per conversation
@@ -85,12 +88,12 @@ def test_slurm_groups_ask_for_each_models_gpus_once(tmp_path, monkeypatch):
 
 def test_grouped_run_records_each_group_on_one_engine_per_model(tmp_path):
     _, rows = _config(tmp_path, {"cpus": 1, "mem_mb": 1000})
-    targets = [f"results/recordings/{r.conversation_id}/meta.json" for r in rows]
+    targets = [RESULTS.recording_file(r.conversation_id, "meta.json") for r in rows]
     done = snakemake(tmp_path, "--cores", "8", *targets, *GROUPED)
     assert done.returncode == 0, done.stdout + done.stderr
     pids: dict[tuple[str, str], set[int]] = defaultdict(set)
     for row in rows:
-        meta = json.loads((tmp_path / "results" / "recordings" / row.conversation_id / "meta.json").read_text())
+        meta = json.loads((Path(results_at(tmp_path).recording(row.conversation_id)) / "meta.json").read_text())
         for side, model in (("a", row.model_a), ("b", row.model_b)):
             assert meta["agents"][side]["extra"]["engine"] is True
             pids[(f"{row.model_a}+{row.model_b}", model)].add(meta["agents"][side]["extra"]["engine_pid"])

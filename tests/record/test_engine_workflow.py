@@ -19,6 +19,7 @@ import yaml
 
 from conftest import REPO, TEST_PATH, scripted_config, write_suite
 from dyafdb.suite.design import build_design
+from results_paths import RESULTS, results_at
 
 
 def snakemake(tmp: Path, *args: str) -> subprocess.CompletedProcess:
@@ -45,11 +46,11 @@ def test_local_run_shares_one_engine_per_model(tmp_path):
     rows = build_design(cfg, tmp_path)
     assert len(rows) == 8  # 4 pairings x 2 openers
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(plain))
-    plain_plan = snakemake(tmp_path, "-n", *[f"results/recordings/{r.conversation_id}/meta.json" for r in rows]).stdout
+    plain_plan = snakemake(tmp_path, "-n", *[RESULTS.recording_file(r.conversation_id, "meta.json") for r in rows]).stdout
     without = planned_record_jobs(plain_plan)
     assert "mem_mb=18000" in plain_plan  # per-job workers: the job asks for both models' memory
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
-    targets = [f"results/recordings/{r.conversation_id}/meta.json" for r in rows]
+    targets = [RESULTS.recording_file(r.conversation_id, "meta.json") for r in rows]
     plan = snakemake(tmp_path, "-n", *targets)
     assert planned_record_jobs(plan.stdout) == without == len(rows), plan.stdout + plan.stderr
     # with engines the models' memory and CPUs are the engines'; a record job asks for the bridge's share
@@ -59,7 +60,7 @@ def test_local_run_shares_one_engine_per_model(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     pids: dict[str, set[int]] = {m: set() for m in models}
     for row in rows:
-        meta = json.loads((tmp_path / f"results/recordings/{row.conversation_id}/meta.json").read_text())
+        meta = json.loads((Path(results_at(tmp_path).recording_file(row.conversation_id, "meta.json"))).read_text())
         for side, model in (("a", row.model_a), ("b", row.model_b)):
             pids[model].add(meta["agents"][side]["extra"]["engine_pid"])
     assert all(len(p) == 1 for p in pids.values()), pids  # one engine process (one load) per model

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import json
 
 import numpy as np
@@ -12,6 +14,7 @@ from dyafdb.record.garble import GarbleSettings, check_side, load_transcriber, s
 from dyafdb.record.recording import Recording, Token
 from dyafdb.errors import InputError
 from scoring_fixtures import SENTENCE, load, piper_speech, write_project
+from results_paths import results_at
 
 S = GarbleSettings()
 
@@ -146,7 +149,7 @@ def test_flagged_run_is_recorded_again_with_new_attempt_and_seed(tmp_path):
 
     config, row = _speech_project(tmp_path, garbled_sessions=1, max_attempts=5)
     [(meta, doc)] = record_many_checked(config, [row], tmp_path / "results/recordings", tmp_path)
-    out = tmp_path / "results/recordings" / row.conversation_id
+    out = Path(results_at(tmp_path).recording(row.conversation_id))
     assert doc["status"] == "ok" and doc["accepted_attempt"] == 2 and doc["checked_sides"] == ["a"]
     assert [a["flagged"] for a in doc["attempts"]] == [True, False]
     assert json.loads((out / "garble.json").read_text()) == doc
@@ -168,7 +171,7 @@ def test_still_garbled_after_max_attempts_is_a_failure_kept_only_for_t3(tmp_path
         config["judge"] = {"judges": {"j": {"backend": "openai", "model": "m", "api_key_env": None}}}
         [(meta, doc)] = record_many_checked(config, [row], root / "results/recordings", root)
         assert doc["status"] == "failed" and doc["accepted_attempt"] == 2 and len(doc["attempts"]) == 2
-        assert (root / "results/recordings" / row.conversation_id / "rejected/attempt-1/meta.json").exists()
+        assert (Path(results_at(root).recording(row.conversation_id)) / "rejected/attempt-1/meta.json").exists()
         score_conversation(config, root, row.conversation_id)
         rows = list(table_rows(config, root, [row], with_judge=False))
         failure = {r["side"]: r["value"] for r in rows if r["measure"] == "garble_failure"}
@@ -186,7 +189,7 @@ def test_unmarked_models_get_a_not_checked_report(tmp_path):
     config = load(tmp_path)
     row = build_design(config, tmp_path)[0]
     record_many_checked(config, [row], tmp_path / "results/recordings", tmp_path)
-    doc = read_garble(tmp_path / "results/recordings" / row.conversation_id)
+    doc = read_garble(Path(results_at(tmp_path).recording(row.conversation_id)))
     assert doc["status"] == "not_checked" and doc["attempts"] == [] and doc["accepted_attempt"] == 1
 
 
@@ -197,4 +200,4 @@ def test_record_command_runs_the_watch_loop(tmp_path, capsys):
     rc = main(["record", "--config", str(tmp_path / "config.yaml"), "--root", str(tmp_path), "--id",
                row.conversation_id, "--no-progress"])
     assert rc == 0 and "attempt 1, garble ok" in capsys.readouterr().out
-    assert (tmp_path / "results/recordings" / row.conversation_id / "garble.json").exists()
+    assert (Path(results_at(tmp_path).recording(row.conversation_id)) / "garble.json").exists()

@@ -3,6 +3,8 @@ echo at the bridge lag, no-response; and the values reaching measures.json and m
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -20,6 +22,7 @@ from dyafdb.score.vad import VadParams, detect_stereo, to_mask
 from dyafdb.polyphase import resample
 from dyafdb.wordmatch import wer
 from scoring_fixtures import SENTENCE, channel_audio, piper_speech
+from results_paths import results_at
 
 OTHER = "Seven purple elephants were dancing slowly across the frozen lake at midnight"
 
@@ -218,7 +221,7 @@ def test_score_writes_health_values_for_both_sides_and_the_table_has_them(tmp_pa
     write_project(tmp_path, ["T1-1"], extra={"health": {"asr": False}})
     config = load(tmp_path)
     row = build_design(config, tmp_path)[0]
-    rec_dir = tmp_path / "results" / "recordings" / row.conversation_id
+    rec_dir = Path(results_at(tmp_path).recording(row.conversation_id))
     write_recording_from_segments(rec_dir, {"a": [(0, 30), (60, 90)], "b": []}, 120,
                                   conversation_id=row.conversation_id, archetype="T1-1", scenario=row.scenario)
     paths = score_conversation(config, tmp_path, row.conversation_id)

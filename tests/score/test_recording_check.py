@@ -8,6 +8,7 @@ the field and the fix, and no output at all.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import soundfile as sf
 
 from dyafdb.cli import main
 from dyafdb.clock import FRAME_SAMPLES, SAMPLE_RATE
+from results_paths import results_at
 from scoring_fixtures import write_project, write_recording_from_segments
 
 CID = "t1-1-fixture-01__model_x__model_y__open-a__rep1__8s"
@@ -81,7 +83,7 @@ CASES = {
 def test_score_refuses_a_recording_that_does_not_match_its_meta(tmp_path, capsys, case):
     edit, file, field = CASES[case]
     write_project(tmp_path, ["T1-1"])
-    rec = write_recording_from_segments(tmp_path / "results/recordings" / CID, {"a": [(2, 12)], "b": [(20, 30)]}, TICKS,
+    rec = write_recording_from_segments(Path(results_at(tmp_path).recording(CID)), {"a": [(2, 12)], "b": [(20, 30)]}, TICKS,
                                         tokens=[("a", 3, "hello"), ("b", 21, "there")], conversation_id=CID,
                                         archetype="T1-1", scenario="t1-1-fixture-01")
     edit(rec)
@@ -96,8 +98,8 @@ def test_score_refuses_a_recording_that_does_not_match_its_meta(tmp_path, capsys
 
 def test_a_matching_recording_still_scores(tmp_path, capsys):
     write_project(tmp_path, ["T1-1"])
-    write_recording_from_segments(tmp_path / "results/recordings" / CID, {"a": [(2, 12)], "b": [(20, 30)]}, TICKS,
+    write_recording_from_segments(Path(results_at(tmp_path).recording(CID)), {"a": [(2, 12)], "b": [(20, 30)]}, TICKS,
                                   tokens=[("a", 3, "hello"), ("b", TICKS - 1, "there")], conversation_id=CID,
                                   archetype="T1-1", scenario="t1-1-fixture-01")
     assert main(["score", "--config", str(tmp_path / "config.yaml"), "--root", str(tmp_path), "--id", CID]) == 0
-    assert (tmp_path / "results/measures" / f"{CID}.json").exists()
+    assert Path(results_at(tmp_path).measures_json(CID)).exists()

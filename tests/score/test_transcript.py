@@ -12,6 +12,7 @@ import pytest
 from dyafdb.record.recording import Token
 from dyafdb.score.transcript import (TranscriptParams, attach, build_transcript, identifying_names, join_tokens, redactor,
                                render, speaker_sides, token_mode)
+from results_paths import results_at
 
 REPO = Path(__file__).resolve().parents[2]
 P = TranscriptParams()
@@ -118,7 +119,7 @@ def test_no_model_name_pairing_id_or_path_in_any_transcript(tmp_path, config_fil
     forbidden |= {"model", "scripted", "adapter"}
     with AgentPool(config) as pool:
         for row in chosen.values():
-            out = tmp_path / "results/recordings" / row.conversation_id
+            out = Path(results_at(tmp_path).recording(row.conversation_id))
             record_conversation(config, row, out, pool, tmp_path)
             paths = score_conversation(config, tmp_path, row.conversation_id)
             texts = {"txt": paths.transcript_txt.read_text(), "json": paths.transcript_json.read_text()}
@@ -137,7 +138,7 @@ def test_stage_commands_run_alone_from_the_previous_stage_file(tmp_path, capsys)
 
     write_project(tmp_path, ["T1-1"])
     cid = "c1"
-    write_recording_from_segments(tmp_path / "results/recordings" / cid, {"a": [(0, 12)], "b": [(20, 30)]}, 40,
+    write_recording_from_segments(Path(results_at(tmp_path).recording(cid)), {"a": [(0, 12)], "b": [(20, 30)]}, 40,
                                   [("a", 3, "hello"), ("b", 21, "hi")], conversation_id=cid, archetype="T1-1",
                                   scenario="t1-1-fixture-01", opener="b")
     base = ["--config", str(tmp_path / "config.yaml"), "--root", str(tmp_path), "--id", cid]
@@ -145,7 +146,7 @@ def test_stage_commands_run_alone_from_the_previous_stage_file(tmp_path, capsys)
     assert "run `dyafdb score`" in capsys.readouterr().err
     assert main(["score", "segments", *base]) == 0
     assert main(["score", "transcript", *base]) == 0 and main(["score", "mechanical", *base]) == 0
-    text = (tmp_path / "results/transcripts" / f"{cid}.txt").read_text()
+    text = Path(results_at(tmp_path).transcript_txt(cid)).read_text()
     assert text == "[0.00] Speaker A: hello\n[1.60] Speaker B: hi\n"
-    measures = json.loads((tmp_path / "results/measures" / f"{cid}.json").read_text())
+    measures = json.loads(Path(results_at(tmp_path).measures_json(cid)).read_text())
     assert measures["values"]["a"]["occupancy"] == pytest.approx(12 / 22)

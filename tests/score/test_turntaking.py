@@ -6,10 +6,13 @@ Default thresholds in frames: 1 s = 13 frames (12 frames = 0.96 s is "shorter th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import json
 
 
 from dyafdb.score.turntaking import TurnTakingParams, measure_conversation, measure_side
+from results_paths import results_at
 
 def m(x, p, n=None, **params):
     """X against P; by default the recording ends with the last segment (no trailing silence)."""
@@ -208,7 +211,7 @@ def test_scripted_conversation_end_to_end(tmp_path):
     row = next(r for r in build_design(config, tmp_path)
                if (r.model_a, r.model_b, r.opener) == ("talker", "barger", "a"))
     with AgentPool(config) as pool:
-        record_conversation(config, row, tmp_path / "results/recordings" / row.conversation_id, pool, tmp_path)
+        record_conversation(config, row, Path(results_at(tmp_path).recording(row.conversation_id)), pool, tmp_path)
     paths = score_conversation(config, tmp_path, row.conversation_id)
     segs = json.loads(paths.segments.read_text())["channels"]
     assert segs == {"a": [[0, 40], [46, 75]], "b": [[25, 30], [41, 60], [70, 95]]}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import json
 
 import numpy as np
@@ -12,6 +14,7 @@ from dyafdb.errors import InputError
 from dyafdb.score.vad import (VadParams, detect, drop_short, frame_rms, frames_ceil, frames_floor, from_mask, hysteresis,
                         merge_gaps, segments_from_rms, to_mask)
 from scoring_fixtures import channel_audio, frame_of_rms
+from results_paths import results_at
 
 P = VadParams()
 
@@ -108,7 +111,7 @@ def test_segments_file_has_half_open_frame_intervals(tmp_path):
     write_project(tmp_path, ["T1-1"])
     config = load(tmp_path)
     cid = "c1"
-    write_recording_from_segments(tmp_path / "results/recordings" / cid, {"a": [(0, 12), (20, 30)], "b": [(12, 19)]},
+    write_recording_from_segments(Path(results_at(tmp_path).recording(cid)), {"a": [(0, 12), (20, 30)], "b": [(12, 19)]},
                                   40, conversation_id=cid, archetype="T1-1", scenario="t1-1-fixture-01")
     paths = score_conversation(config, tmp_path, cid, ["segments"])
     doc = json.loads(paths.segments.read_text())

@@ -11,6 +11,7 @@ import yaml
 from conftest import REPO, scripted_config, write_suite
 from dyafdb.cli import main
 from dyafdb.config import load_config, validate_config
+from dyafdb.paths import sharded
 from dyafdb.suite.design import build_design
 from dyafdb.suite.plan import RECORDING_BYTES_PER_S, JudgeAsk, measured_real_time_factor, plan_run
 
@@ -83,7 +84,9 @@ def test_real_time_factor_from_config_then_benchmarks_then_default(tmp_path):
     assert measured_real_time_factor(bench, rows, 1.5) is None
     bench.mkdir(parents=True)
     for row, wall in zip(rows[:3], (23.0, 46.0, 69.0)):  # 11.5 s recorded: factors 2, 4, 6
-        (bench / f"{row.conversation_id}.tsv").write_text(f"s\th:m:s\tmax_rss\n{wall}\t0:00:{int(wall)}\t100\n")
+        path = Path(sharded(str(bench), row.conversation_id, ".tsv"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"s\th:m:s\tmax_rss\n{wall}\t0:00:{int(wall)}\t100\n")
     measured = measured_real_time_factor(bench, rows, 1.5)
     assert measured == (pytest.approx(4.0), 3)
     plan = plan_run(config, rows, [], measured)

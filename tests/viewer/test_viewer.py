@@ -34,6 +34,7 @@ from dyafdb.viewer.settings import viewer_settings
 from dyafdb.viewer.site import build_site
 from dyafdb.viewer.study import key_file
 from viewer_site import REPLY_MARKER, built_demo, leaks
+from results_paths import results_at
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +199,7 @@ def test_index_data_holds_every_measure(demo, tmp_path):
     keys = [c["key"] for c in data["catalog"]]
     assert {"occupancy|a|", "tor_end|b|", "role_adherence|a|main", "role_adherence|b|second", "won|b|main"} <= set(keys)
     row = next(r for r in data["rows"] if r["archetype"] == "T1-1")
-    measures = json.loads((root / "results" / "measures" / f"{row['id']}.json").read_text())
+    measures = json.loads(Path(results_at(root).measures_json(row['id'])).read_text())
     assert row["v"][keys.index("occupancy|b|")] == measures["values"]["b"]["occupancy"]
     judged = [json.loads(x) for x in (root / "results" / "judge" / "main" / "T1-1" / "role_adherence.jsonl").read_text().splitlines()]
     label = next(r["label"] for r in judged if r["conversation_id"] == row["id"] and r["seat"] == "a")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import glob
 import http.server
 import json
 import os
@@ -41,6 +42,7 @@ from dyafdb.viewer.study import key_file  # noqa: E402
 from dyafdb.suite.design import build_design  # noqa: E402
 from dyafdb.measures.table import table_rows, write_table  # noqa: E402
 from dyafdb.viewer.site import build_site  # noqa: E402
+from results_paths import results_at
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
@@ -123,7 +125,7 @@ def test_index_filters_by_archetype_pairing_opener_and_measure(demo, page, shots
     page.fill(".mfilter input.m-value", "0.5")
     want = set()
     for r in rows:
-        doc = json.loads((root / "results" / "measures" / f"{r.conversation_id}.json").read_text())
+        doc = json.loads(Path(results_at(root).measures_json(r.conversation_id)).read_text())
         occ = doc["values"]["a"]["occupancy"]
         if occ is not None and occ >= 0.5:
             want.add(r.conversation_id)
@@ -153,7 +155,8 @@ def test_index_filters_by_archetype_pairing_opener_and_measure(demo, page, shots
 
 
 def conversation_with_overlap(root: Path, site: Path) -> str:
-    for path in sorted((root / "results" / "segments").glob("t1-1-*.json")):
+    # a glob for an id is a glob for its shard too: segments/t1-1-*/t1-1-*.json
+    for path in sorted(map(Path, glob.glob(results_at(root).segments("t1-1-*")))):
         doc = json.loads(path.read_text())
         a = {t for s, e in doc["channels"]["a"] for t in range(s, e)}
         if any(t in a for s, e in doc["channels"]["b"] for t in range(s, e)) and "__zephyrine__quokkalux__" in path.stem:
@@ -165,7 +168,7 @@ def test_page_plays_audio_the_cursor_moves_and_clicks_seek(demo, page, shots):
     root, config, site = demo
     cid = conversation_with_overlap(root, site)
     page.goto(url(site, f"c/{cid}.html"))
-    transcript = json.loads((root / "results" / "transcripts" / f"{cid}.json").read_text())
+    transcript = json.loads(Path(results_at(root).transcript_json(cid)).read_text())
     assert page.locator(".line").count() == len(transcript["lines"])
     assert page.locator(".track.spk-A .seg").count() + page.locator(".track.spk-B .seg").count() == len(transcript["lines"])
     assert page.locator(".overlap").count() >= 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 import pytest
 
@@ -11,6 +13,7 @@ from dyafdb.config import load_config
 from dyafdb.suite.design import build_design
 from dyafdb.suite.scenarios import load_scenario
 from dyafdb.errors import InputError
+from results_paths import results_at
 
 
 def write_config(tmp_path, cfg) -> str:
@@ -98,7 +101,7 @@ def test_worker_crash_through_the_cli_leaves_no_recording(tmp_path, capsys):
     cid = "t1-1-fixture-01__crashy__crashy__open-a__rep1__4s"
     assert main(["record", "--config", path, "--root", str(tmp_path), "--id", cid]) == 3
     assert "agent crashy (side a, tick 5): worker error while stepping: RuntimeError: boom" in capsys.readouterr().err
-    assert not (tmp_path / "results" / "recordings" / cid / "meta.json").exists()
+    assert not (Path(results_at(tmp_path).recording(cid)) / "meta.json").exists()
 
 
 # ------------------------------------------------------------------ ids (issue 15, item 7)
@@ -133,9 +136,9 @@ def test_a_recording_outside_the_design_can_still_be_scored(tmp_path):
     from scoring_fixtures import write_project
 
     write_project(tmp_path, ["T1-1"])
-    _recording_at(tmp_path / "results/recordings/by-hand.take-2", "by-hand.take-2")
+    _recording_at(Path(results_at(tmp_path).recording("by-hand.take-2")), "by-hand.take-2")
     assert main(["score", "--config", str(tmp_path / "config.yaml"), "--root", str(tmp_path), "--id", "by-hand.take-2"]) == 0
-    assert (tmp_path / "results/measures/by-hand.take-2.json").exists()
+    assert Path(results_at(tmp_path).measures_json("by-hand.take-2")).exists()
 
 
 def test_design_ids_and_the_workflow_wildcard_use_the_one_id_pattern(tmp_path):

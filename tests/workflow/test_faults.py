@@ -17,6 +17,7 @@ import yaml
 
 from conftest import TEST_PATH, scripted_config, write_suite
 from dyafdb.cli import main
+from results_paths import results_at
 
 
 def _probe_config(tmp_path: Path, params_a: dict, params_b: dict | None = None, **worker) -> tuple[str, str]:
@@ -106,7 +107,7 @@ def test_a_worker_that_exits_0_mid_run_is_reported_as_an_exit_with_its_side_and_
     err = capsys.readouterr().err
     assert "agent right (side b, tick 4): worker exited with code 0 while stepping" in err
     assert "crashed" not in err
-    assert not (tmp_path / "results/recordings" / cid / "meta.json").exists()
+    assert not (Path(results_at(tmp_path).recording(cid)) / "meta.json").exists()
 
 
 def test_in_self_play_a_worker_error_names_the_side_and_the_tick(tmp_path, capsys):

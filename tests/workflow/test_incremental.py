@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import os
 import re
 import time
@@ -12,10 +14,11 @@ import yaml
 from conftest import scripted_config, write_suite
 from dyafdb.config import validate_config
 from dyafdb.suite.design import build_design
+from results_paths import RESULTS, results_at
 
 
 def record_jobs(plan: str) -> set[str]:
-    return {re.search(r"wildcards: conversation=(\S+)", block).group(1) for block in plan.split("rule record:")[1:]}
+    return {re.search(r"wildcards: .*\bconversation=([^\s,]+)", block).group(1) for block in plan.split("rule record:")[1:]}
 
 
 @pytest.fixture
@@ -26,7 +29,7 @@ def project(tmp_path):
     rows = build_design(validate_config(cfg, "test"), tmp_path)
     # Recordings that exist already, older than the scenario files' next edit.
     for row in rows:
-        folder = tmp_path / "results" / "recordings" / row.conversation_id
+        folder = Path(results_at(tmp_path).recording(row.conversation_id))
         folder.mkdir(parents=True)
         for name in ("audio.wav", "text.jsonl", "meta.json"):
             (folder / name).write_text("{}")
@@ -37,7 +40,7 @@ def project(tmp_path):
 
 
 def targets(rows) -> list[str]:
-    return [f"results/recordings/{r.conversation_id}/meta.json" for r in rows]
+    return [RESULTS.recording_file(r.conversation_id, "meta.json") for r in rows]
 
 
 def test_nothing_to_do_when_nothing_changed(project):

@@ -28,16 +28,32 @@ def test_no_results_path_is_spelled_outside_paths_module():
     assert not found, "results paths spelled by hand (use dyafdb.paths):\n" + "\n".join(found)
 
 
+# A per-conversation path built by hand: `recordings / cid`, `"segments" / f"{cid}.json"`,
+# `recordings/{cid}`: it would miss the conversation's shard folder (dyafdb.paths.shard_of).
+PER_CONVERSATION = re.compile(r'(recordings|segments|transcripts|measures|record|score|workers|benchmarks)"?\s*/\s*(f"\{|\w*cid\b|\w+\.conversation_id)'
+                              r'|(recordings|segments|transcripts|measures|record|score|workers)/\{(\w*cid|conversation|\w+\.conversation_id)')
+
+
+def test_no_per_conversation_path_is_spelled_outside_paths_module():
+    files = [p for p in (REPO / "src" / "dyafdb").rglob("*.py") if p.name != "paths.py"]
+    files += [*(REPO / "workflow").rglob("*.smk"), *(REPO / "scripts").rglob("*.py"), *(REPO / "bench").rglob("*.py")]
+    found = [f"{p.relative_to(REPO)}:{n}: {line.strip()}" for p in files
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if PER_CONVERSATION.search(line) and not line.lstrip().startswith("#")]
+    assert not found, "per-conversation paths spelled by hand (use dyafdb.paths.Results):\n" + "\n".join(found)
+    assert PER_CONVERSATION.search('root / "results/recordings" / cid') and PER_CONVERSATION.search('f"logs/record/{cid}.log"')
+
+
 def test_stage_code_and_rules_name_the_same_files(tmp_path):
     config = validate_config({**scripted_config(), "results_dir": "out/run1"}, "test")
     results = results_of(config, tmp_path)
     assert results.root == str(tmp_path / "out" / "run1")
     paths = conversation_paths(config, tmp_path, "c1")
-    assert str(paths.segments) == results.segments("c1") == f"{tmp_path}/out/run1/segments/c1.json"
+    assert str(paths.segments) == results.segments("c1") == f"{tmp_path}/out/run1/segments/c1/c1.json"
     assert str(paths.recording) == results.recording("c1")
     assert str(judge_output_path(config, tmp_path, "main", "T2", "final_choice")) == results.judge_output("main", "T2", "final_choice")
     # the rules use the same methods with wildcards as their patterns
-    assert Results("out/run1").segments("{conversation}") == "out/run1/segments/{conversation}.json"
+    assert Results("out/run1").segments("{conversation}") == "out/run1/segments/{shard}/{conversation}.json"
     assert Results("r").log("judge", "{judge}", "{archetype}", "{question}") == "r/logs/judge/{judge}/{archetype}/{question}.log"
 
 

@@ -7,6 +7,7 @@ import time
 import yaml
 
 from conftest import REPO, scripted_config, write_suite
+from results_paths import RESULTS
 
 
 def _project(tmp_path, monkeypatch, cfg: dict):
@@ -55,7 +56,7 @@ def test_a_successful_run_ends_with_the_summary(tmp_path, monkeypatch):
     cfg = scripted_config()
     _project(tmp_path, monkeypatch, cfg)
     rows = build_design(validate_config(cfg, "test"), tmp_path)
-    run = snakemake(tmp_path, f"results/recordings/{rows[0].conversation_id}/meta.json")
+    run = snakemake(tmp_path, RESULTS.recording_file(rows[0].conversation_id, "meta.json"))
     out = run.stdout + run.stderr
     assert run.returncode == 0, out
     summary = tmp_path / "results" / "summary.md"

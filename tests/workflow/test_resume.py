@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from conftest import REPO, TEST_PATH, TESTS_DIR, scripted_config, write_suite
+from results_paths import RESULTS, results_at
 
 CID = "t1-1-fixture-01__slow__slow__open-a__rep1__10s"
 
@@ -30,12 +31,12 @@ def test_killed_recording_is_not_complete_and_reruns(tmp_path):
     cfg = scripted_config(window_s=10, in_process=False,
                           models={"slow": {"adapter": "agents_for_tests:ProbeAgent", "params": {"sleep_s": 0.03}}})
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
-    target = f"results/recordings/{CID}/meta.json"
-    rec_dir = tmp_path / "results" / "recordings" / CID
+    target = RESULTS.recording_file(CID, "meta.json")
+    rec_dir = Path(results_at(tmp_path).recording(CID))
 
     proc = snakemake(tmp_path, target, background=True)
     deadline = time.time() + 120
-    started = tmp_path / "results" / "logs" / "workers" / CID  # created when the job builds its agents
+    started = Path(results_at(tmp_path).worker_log_dir(CID))  # created when the job builds its agents
     while time.time() < deadline and not started.exists():
         time.sleep(0.05)
     assert started.exists(), "the record job never started"
@@ -54,5 +55,5 @@ def test_killed_recording_is_not_complete_and_reruns(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     meta = yaml.safe_load((rec_dir / "meta.json").read_text())
     assert meta["complete"] and meta["ticks"] == 125
-    assert not list((tmp_path / "results" / "recordings").glob(".partial-*"))
+    assert not list(rec_dir.parent.glob(".partial-*"))
     assert "Nothing to be done" in snakemake(tmp_path, target, "-n").stdout

@@ -15,6 +15,7 @@ from dyafdb.analysis.run_summary import run_status, summary_markdown
 from dyafdb.cli import main
 from dyafdb.config import validate_config
 from dyafdb.judge.rubric import judge_plan
+from dyafdb.paths import Results
 from dyafdb.suite.design import build_design
 
 T0 = 1_700_000_000
@@ -31,28 +32,29 @@ def demo(tmp_path, monkeypatch):
     config = validate_config(cfg, "demo")
     rows = build_design(config, tmp_path)
     results = tmp_path / "results" / "demo"
+    paths = Results(str(results))
     ids = [r.conversation_id for r in rows]
     recorded, scored = ids[:30], ids[:25]
     for i, cid in enumerate(recorded):
-        folder = results / "recordings" / cid
+        folder = Path(paths.recording(cid))
         folder.mkdir(parents=True)
         (folder / "meta.json").write_text(json.dumps({"attempt": 2 if i in (3, 7) else 1}))
         # Two record jobs side by side, 10 s each: pairs end together every 10 s.
-        bench = results / "benchmarks" / "record" / f"{cid}.tsv"
+        bench = Path(paths.conversation_benchmark("record", cid))
         bench.parent.mkdir(parents=True, exist_ok=True)
         bench.write_text("s\th:m:s\tmax_rss\n10.0\t0:00:10\t500\n")
         end = T0 + 10 * (i // 2 + 1)
         os.utime(bench, (end, end))
+    def write(path: str, text: str) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+
     for cid in scored:
-        (results / "measures").mkdir(parents=True, exist_ok=True)
-        (results / "measures" / f"{cid}.json").write_text("{}")
-    logs = results / "logs"
+        write(paths.measures_json(cid), "{}")
     for cid in ids[30:32]:  # two recordings failed
-        (logs / "record").mkdir(parents=True, exist_ok=True)
-        (logs / "record" / f"{cid}.log").write_text("loading\ndyafdb record: agent failure: worker exited with 1\n")
-    (logs / "record" / f"{ids[32]}.log").write_text("loading models\n")  # still running: not failed
-    (logs / "score").mkdir(parents=True)
-    (logs / "score" / f"{ids[27]}.log").write_text("dyafdb score: error: audio.wav is empty\n")
+        write(paths.conversation_log("record", cid), "loading\ndyafdb record: agent failure: worker exited with 1\n")
+    write(paths.conversation_log("record", ids[32]), "loading models\n")  # still running: not failed
+    write(paths.conversation_log("score", ids[27]), "dyafdb score: error: audio.wav is empty\n")
     # Every judge batch of the first archetype: 1 of 5 answers invalid, 100 tokens in and 10 out each.
     first = rows[0].archetype
     for judge in ("demo", "main"):
@@ -134,3 +136,14 @@ def test_summary_of_an_empty_run_says_so(tmp_path, monkeypatch):
     text = summary_markdown(config, tmp_path, rows)
     assert f"planned: {len(rows)}; recorded: 0" in text and "No score tables yet." in text
     assert "No leaderboard yet" in text
+
+
+def test_status_says_when_results_are_in_the_old_flat_layout(demo, capsys):
+    tmp, config, rows = demo
+    old = tmp / "results" / "demo" / "recordings" / rows[40].conversation_id  # where versions before the shards put it
+    old.mkdir()
+    (old / "meta.json").write_text("{}")
+    assert main(["status", "--config", "config.yaml"]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING: 1 per-conversation results are in the old flat layout" in out and "dyafdb reshard" in out
+    assert "30 recorded" in out  # counted where this version looks, not mixed in

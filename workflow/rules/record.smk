@@ -1,3 +1,4 @@
+from dyafdb.paths import CONVERSATION_IN_SHARD, SHARD_PATTERN
 from dyafdb.record.engine_groups import ENGINE_SOCKET, EngineGroups
 
 
@@ -43,9 +44,14 @@ rule record:
         spec=record_params,
         engines=ENGINE_GROUPS.record_env,
     log:
-        R.log("record", "{conversation}"),
+        R.conversation_log("record", "{conversation}"),
     benchmark:
-        R.benchmark("record", "{conversation}")
+        R.conversation_benchmark("record", "{conversation}")
+    # Every path of the rule sits in the conversation's shard (dyafdb.paths): {shard} must be the
+    # scenario id that {conversation} starts with, so no other shard can claim a conversation.
+    wildcard_constraints:
+        shard=SHARD_PATTERN,
+        conversation=CONVERSATION_IN_SHARD,
     conda:
         "../../envs/dyafdb.yml"
     threads: ENGINE_GROUPS.record_share("cpus", 1)
@@ -55,11 +61,11 @@ rule record:
         runtime=ENGINE_GROUPS.record_share("runtime_min", 10, max),
         **RECORD_SITE,
     shell:
-        # The recordings folder, derived from the output in the shell: a param function would cost
-        # every one of the 7,560 jobs a call while Snakemake plans.
+        # Constant strings and wildcards only: a param function would cost every one of the 7,560
+        # jobs a call while Snakemake plans. `record` puts the conversation in its shard of --out.
         "{params.engines} dyafdb record {params.cfg} --id {wildcards.conversation}"
-        ' --out "$(dirname "$(dirname {output.meta:q})")"'
-        f" --log-dir {shlex.quote(R.log_dir('workers'))}/{{wildcards.conversation}} --no-progress > {{log}} 2>&1"
+        f" --out {shlex.quote(R.recordings)}"
+        f" --log-dir {shlex.quote(R.worker_log_dir('{wildcards.conversation}'))} --no-progress > {{log}} 2>&1"
 
 
 # No final target of its own: every recording is upstream of measures.tsv (a final target), and

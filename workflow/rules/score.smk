@@ -1,6 +1,7 @@
 # Mechanical scoring: ONE job per conversation (the full suite has 7,560 and planning costs per
 # job) that writes each stage's own file: VAD segments, the anonymised transcript, and the
 # turn-taking / occupancy / leak measures. Each stage also runs alone: dyafdb score segments | transcript | mechanical.
+from dyafdb.paths import CONVERSATION_IN_SHARD, SHARD_PATTERN
 from dyafdb.score.plan import ScoringPlan
 
 SCORING = ScoringPlan(config, CONVERSATIONS, RESULTS)
@@ -22,9 +23,13 @@ rule score:
         cfg=CONFIG_ARGS,
         settings=SCORING.score_settings,
     log:
-        R.log("score", "{conversation}"),
+        R.conversation_log("score", "{conversation}"),
     benchmark:
-        R.benchmark("score", "{conversation}")
+        R.conversation_benchmark("score", "{conversation}")
+    # {shard} is the conversation's scenario id, as in the record rule (dyafdb.paths).
+    wildcard_constraints:
+        shard=SHARD_PATTERN,
+        conversation=CONVERSATION_IN_SHARD,
     conda:
         "../../envs/dyafdb.yml"
     threads: 1

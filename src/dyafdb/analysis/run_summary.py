@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from dyafdb.fileio import write_text_atomic
 from dyafdb.judge.rubric import judge_plan
 from dyafdb.judge.settings import judge_settings
-from dyafdb.paths import Results, results_of
+from dyafdb.paths import FLAT_LAYOUT_FIX, Results, flat_layout_entries, results_of
 from dyafdb.suite.design import Conversation
 from dyafdb.suite.plan import read_benchmark_seconds
 
@@ -54,6 +54,9 @@ class Where:
     def scored(self, cid: str) -> Path:
         return Path(self.layout.measures_json(cid))
 
+    def job_log(self, rule: str, cid: str) -> Path:
+        return Path(self.layout.conversation_log(rule, cid))
+
     def judge_output(self, judge: str, archetype: str, question: str) -> Path:
         return Path(self.layout.judge_output(judge, archetype, question))
 
@@ -80,8 +83,8 @@ def conversation_states(config: Mapping[str, Any], root: Path, rows: Sequence[Co
         meta_path = where.recording(cid) / "meta.json"
         recorded = meta_path.exists()
         scored = where.scored(cid).exists()
-        failed = ((not recorded and _log_failed(where.logs / "record" / f"{cid}.log"))
-                  or (recorded and not scored and _log_failed(where.logs / "score" / f"{cid}.log")))
+        failed = ((not recorded and _log_failed(where.job_log("record", cid)))
+                  or (recorded and not scored and _log_failed(where.job_log("score", cid))))
         attempt = 1
         if recorded:
             try:
@@ -114,9 +117,10 @@ class JobTimes:
         return max(1.0, sum(self.seconds) / span) if span > 0 else 1.0
 
 
-def job_times(folder: Path) -> JobTimes:
+def job_times(paths: Iterable[Path]) -> JobTimes:
+    """From the benchmark files of finished jobs (``Results.conversation_benchmarks``)."""
     times = JobTimes()
-    for path in sorted(folder.glob("*.tsv")) if folder.is_dir() else []:
+    for path in sorted(paths):
         s = read_benchmark_seconds(path)
         if s is not None:
             times.seconds.append(s)
@@ -141,7 +145,7 @@ def run_status(config: Mapping[str, Any], root: Path, rows: Sequence[Conversatio
     eta: dict[str, Any] = {}
     remaining_s = 0.0
     for stage, done_key in (("record", "recorded"), ("score", "scored")):
-        times = job_times(where.benchmarks / stage)
+        times = job_times(where.layout.conversation_benchmarks(stage))
         left = sum(1 for s in states.values() if not s[done_key] and not s["failed"])
         if times.mean_s is None:
             eta[stage] = {"left": left, "mean_job_s": None, "eta_s": None}
@@ -151,7 +155,9 @@ def run_status(config: Mapping[str, Any], root: Path, rows: Sequence[Conversatio
         eta[stage] = {"left": left, "mean_job_s": times.mean_s, "jobs_side_by_side": times.concurrency,
                       "finished_jobs": len(times.seconds), "eta_s": stage_s}
     known = all(e["eta_s"] is not None or e["left"] == 0 for e in eta.values())
-    return {**total, "suites": suites, "eta": eta, "eta_s": remaining_s if known else None}
+    # Results of an older version, directly in their folders: counted as missing above, so say why.
+    flat = sum(1 for _ in flat_layout_entries(where.layout))
+    return {**total, "suites": suites, "eta": eta, "eta_s": remaining_s if known else None, "flat_layout_entries": flat}
 
 
 def _duration(seconds: float | None) -> str:
@@ -173,6 +179,9 @@ def format_status(status: Mapping[str, Any]) -> str:
                   if e["mean_job_s"] is not None else "no finished job yet")
         lines.append(f"  {stage}: {e['left']:,} jobs left ({timing})")
     lines.append(f"ETA: {_duration(status['eta_s'])}")
+    if status.get("flat_layout_entries"):
+        lines.append(f"WARNING: {status['flat_layout_entries']:,} per-conversation results are in the old flat layout "
+                     f"(recordings/<id>/, segments/<id>.json, ...), where this version does not look: {FLAT_LAYOUT_FIX}")
     return "\n".join(lines)
 
 

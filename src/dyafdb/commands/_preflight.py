@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from dyafdb.agents.checkpoints import expand, resolve_checkpoint
 from dyafdb.errors import InputError
 from dyafdb.judge.settings import judge_settings
+from dyafdb.paths import FLAT_LAYOUT_FIX, flat_layout_entries, results_of
 from dyafdb.suite.check import check_scenario
 from dyafdb.suite.design import Conversation
 from dyafdb.suite.scenarios import load_scenario
@@ -128,8 +129,12 @@ def results_checks(config: Mapping[str, Any], need_bytes: float, root: Path = Pa
                       "set results_dir to a folder you can write, or fix its permissions")]
     free = shutil.disk_usage(results).free
     ok = free >= need_bytes
+    flat = sum(1 for _ in flat_layout_entries(results_of(config, root)))
     return [Check("results folder", ok, f"{results}: {free / 1e9:,.1f} GB free, the plan needs {need_bytes / 1e9:,.1f} GB",
-                  "" if ok else "free space there or set results_dir to a larger disk (recordings are 192 kB per second)")]
+                  "" if ok else "free space there or set results_dir to a larger disk (recordings are 192 kB per second)"),
+            Check("results layout", not flat, f"{flat:,} per-conversation results in the old flat layout (recordings/<id>/, "
+                  "segments/<id>.json, ...)" if flat else "every per-conversation result in its shard folder",
+                  FLAT_LAYOUT_FIX if flat else "")]
 
 
 def failed(checks: Iterable[Check]) -> list[Check]:

@@ -20,20 +20,20 @@ from dyafdb.commands._common import add_config_argument, load_configs
 from dyafdb.errors import InputError
 
 NAME = "record"
-HELP = "record conversations (by id) into <out>/<id>/{audio.wav,text.jsonl,meta.json,garble.json}; `record garble` checks one"
+HELP = "record conversations (by id) into <out>/<shard>/<id>/{audio.wav,text.jsonl,meta.json,garble.json}; `record garble` checks one"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="[garble]")
     add_config_argument(parser)
     parser.add_argument("--id", dest="ids", action="append", help="conversation id (repeatable)")
-    parser.add_argument("--out", type=Path, default=None, help="default: <results_dir>/recordings")
+    parser.add_argument("--out", type=Path, default=None, help="the recordings folder (each conversation goes to <out>/<shard>/<id>, dyafdb.paths); default: <results_dir>/recordings")
     parser.add_argument("--log-dir", type=Path, default=None, help="where worker stderr logs go")
     parser.add_argument("--in-process", action="store_true", help="run agents in this process (no workers)")
     parser.add_argument("--no-progress", action="store_true")
     garble = sub.add_parser("garble", help="transcribe a recording's channel(s) with Whisper and print the garble share (no re-recording)")
     add_config_argument(garble)
-    garble.add_argument("--id", dest="garble_id", required=True, help="conversation id under <results_dir>/recordings/")
+    garble.add_argument("--id", dest="garble_id", required=True, help="conversation id under <results_dir>/recordings/<shard>/")
     garble.add_argument("--side", action="append", choices=["a", "b"],
                         help="side(s) to check (default: the sides whose model config marks garble_check)")
 

@@ -1,9 +1,9 @@
 """Score recorded conversations mechanically, one job per conversation in the workflow.
 
   dyafdb score [all] --id ID         segments + transcript + mechanical measures
-  dyafdb score segments --id ID      energy VAD on the 80 ms grid -> <results_dir>/segments/<id>.json
-  dyafdb score transcript --id ID    anonymised transcript (Speaker A/B) -> <results_dir>/transcripts/<id>.{txt,json}
-  dyafdb score mechanical --id ID    turn-taking, occupancy, leak -> <results_dir>/measures/<id>.json
+  dyafdb score segments --id ID      energy VAD on the 80 ms grid -> <results_dir>/segments/<shard>/<id>.json
+  dyafdb score transcript --id ID    anonymised transcript (Speaker A/B) -> <results_dir>/transcripts/<shard>/<id>.{txt,json}
+  dyafdb score mechanical --id ID    turn-taking, occupancy, leak -> <results_dir>/measures/<shard>/<id>.json
 
 Each stage writes its own file and reads the files of the stages before it.
 """
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("stage", nargs="?", choices=list(STAGES), default="all", help="what to compute (default: all)")
     add_config_argument(parser)
     parser.add_argument("--id", dest="ids", action="append", required=True,
-                        help="conversation id (repeatable); reads <results_dir>/recordings/<id>/")
+                        help="conversation id (repeatable); reads <results_dir>/recordings/<shard>/<id>/")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from dyafdb.fileio import write_json_atomic
+from dyafdb.paths import sharded
 from dyafdb.record.conversation import AgentPool, record_conversation
 from dyafdb.record.garble import (FORMAT, GarbleSettings, Transcriber, check_side, checked_sides, load_transcriber,
                                   verdict)
@@ -86,4 +87,4 @@ def record_many_checked(config: Mapping[str, Any], rows: Iterable[Conversation],
                         root: Path = Path("."), log_dir: Path | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """``record_many`` with the watch loop: models load once per job and are reused for re-recording."""
     with AgentPool(dict(config), log_dir) as pool:
-        return [record_checked(config, row, Path(out_root) / row.conversation_id, pool, root) for row in rows]
+        return [record_checked(config, row, Path(sharded(str(out_root), row.conversation_id)), pool, root) for row in rows]

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 
 from dyafdb import __version__
 from dyafdb.agents.base import Agent, Session
+from dyafdb.paths import sharded
 from dyafdb.record.bridge import SIDES, run_bridge
 from dyafdb.clock import FRAME_SECONDS, SAMPLE_RATE, FRAME_SAMPLES, seconds_to_ticks, tick_to_seconds
 from dyafdb.suite.design import Conversation, derive_seed
@@ -186,4 +187,4 @@ def record_conversation(config: dict[str, Any], row: Conversation, out_dir: Path
 def record_many(config: dict[str, Any], rows: Iterable[Conversation], out_root: Path, root: Path = Path("."),
                 log_dir: Path | None = None) -> list[dict[str, Any]]:
     with AgentPool(config, log_dir) as pool:
-        return [record_conversation(config, row, out_root / row.conversation_id, pool, root) for row in rows]
+        return [record_conversation(config, row, Path(sharded(str(out_root), row.conversation_id)), pool, root) for row in rows]

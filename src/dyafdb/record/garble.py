@@ -26,12 +26,12 @@ as failed after 5 re-recordings, 6 recordings in all (``max_attempts``, the reco
 still read from older configs). All attempts are made in a
 hidden staging folder that replaces the recording in one step once the verdict is known, so the
 verdict and the audio it judges are never apart (a kill keeps the previous recording whole).
-The accepted attempt is the recording in ``results/recordings/<id>/``, and everything downstream
+The accepted attempt is the recording in ``results/recordings/<shard>/<id>/``, and everything downstream
 reads it. A run still flagged after the last attempt stays there, marked ``status: failed``: the measures table keeps it only
 for T3 (occupancy is defined on any audio) and records it as a failure elsewhere. Rejected
 attempts are moved to ``<id>/rejected/attempt-<n>/`` for audit (``keep_rejected``).
 
-Everything lands in ``results/recordings/<id>/garble.json`` (written for every recording, with
+Everything lands in ``results/recordings/<shard>/<id>/garble.json`` (written for every recording, with
 ``status: not_checked`` when no side's model is marked, so it can be a declared rule output), and
 the verdict (status, checked and failed sides, accepted attempt) also in meta.json's ``garble``.
 """

@@ -4,10 +4,12 @@ The three stages share one job per conversation (the full suite has 7,560 of the
 costs per job), but each writes its own output, and each can run alone from the previous stage's
 file (``dyafdb score segments``, ``dyafdb score transcript``, ``dyafdb score mechanical``):
 
-``results/segments/<id>.json``      VAD segments per channel (:mod:`dyafdb.score.vad`)
-``results/transcripts/<id>.txt``    what the judge reads (:mod:`dyafdb.score.transcript`)
-``results/transcripts/<id>.json``   the same lines with frames, speaker map and unattached tokens
-``results/measures/<id>.json``      turn-taking, occupancy, audio health and (T4-2) leak per side
+``results/segments/<shard>/<id>.json``      VAD segments per channel (:mod:`dyafdb.score.vad`)
+``results/transcripts/<shard>/<id>.txt``    what the judge reads (:mod:`dyafdb.score.transcript`)
+``results/transcripts/<shard>/<id>.json``   the same lines with frames, speaker map and unattached tokens
+``results/measures/<shard>/<id>.json``      turn-taking, occupancy, audio health and (T4-2) leak per side
+
+(``<shard>`` is the conversation's scenario id, :func:`dyafdb.paths.shard_of`.)
 """
 
 from __future__ import annotations

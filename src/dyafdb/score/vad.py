@@ -173,7 +173,7 @@ def segments_doc(conversation_id: str, segments: Mapping[str, Sequence[Interval]
 
 
 def read_segments(path: Path) -> tuple[dict[str, list[Interval]], int]:
-    """Segments per side and the number of frames, from ``results/segments/<id>.json``."""
+    """Segments per side and the number of frames, from ``results/segments/<shard>/<id>.json``."""
     doc = read_json(path, "segments file", "run `dyafdb score` for this conversation")
     if doc.get("format") != FORMAT:
         raise InputError(f"{path}: field format = {doc.get('format')!r}, expected {FORMAT!r}; rescore with this version")

@@ -1,6 +1,6 @@
 """The safe id pattern: what a conversation id may be made of, wherever one enters.
 
-Ids become file and folder names (``recordings/<id>/``, ``measures/<id>.json``), SLURM job names
+Ids become file and folder names (``recordings/<shard>/<id>/``, ``measures/<shard>/<id>.json``), SLURM job names
 and Snakemake wildcards, so one pattern serves the workflow's wildcard constraint and every command
 that takes ``--id``: no ``/``, no leading dot, so an id can never point outside its folder
 (``--id ../../x``). The design's ids match it by construction (scenario ids and model names are

@@ -17,6 +17,7 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from dyafdb.clock import FRAME_SECONDS, SAMPLE_RATE
 from dyafdb.errors import InputError
+from dyafdb.paths import sharded
 from dyafdb.suite.design import Conversation
 
 # audio.wav: stereo 32-bit float (record.recording writes subtype FLOAT).
@@ -78,8 +79,7 @@ def measured_real_time_factor(benchmarks: Path, rows: Iterable[Conversation], le
     files), model loading included; None when no record job has finished yet."""
     ratios = []
     for row in rows:
-        path = benchmarks / f"{row.conversation_id}.tsv"
-        wall = read_benchmark_seconds(path)
+        wall = read_benchmark_seconds(Path(sharded(str(benchmarks), row.conversation_id, ".tsv")))
         if wall is not None:
             ratios.append(wall / (row.window_s + lead_in_s))
     if not ratios:
