@@ -165,7 +165,8 @@ class Results:
 
     # every stage
     def log(self, *parts: str) -> str:
-        """A rule's log: ``log("score", "{conversation}")`` -> <results>/logs/score/{conversation}.log."""
+        """A rule's log: ``log("judge", "{judge}", "{archetype}", "{question}")`` ->
+        <results>/logs/judge/{judge}/{archetype}/{question}.log (per conversation: :meth:`conversation_log`)."""
         return self._join("logs", *parts[:-1], f"{parts[-1]}.log")
 
     def log_dir(self, *parts: str) -> str:
