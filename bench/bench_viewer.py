@@ -95,7 +95,7 @@ def _audio_minutes(site: Path) -> float:
     import json
 
     total = 0.0
-    for path in (site / "media").glob("*.json"):
+    for path in (site / "media").glob("*/*.json"):  # media/<tt>/<key>.json (viewer.layout)
         total += json.loads(path.read_text())["media"]["duration_s"]
     return total / 60.0
 

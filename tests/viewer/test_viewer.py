@@ -26,7 +26,10 @@ from dyafdb.suite.scenarios import load_scenario
 from dyafdb.errors import InputError
 from synthetic_suite import scenario_doc
 from dyafdb.viewer import media as media_mod
-from dyafdb.viewer.media import compute_peaks
+from dyafdb.viewer.layout import MEDIA_SHARD_CHARS, conversation_page, media_name
+from dyafdb.viewer.media import FORMATS, compute_peaks, media_key
+from dyafdb.paths import shard_of
+from dyafdb.config import load_config
 from dyafdb.viewer.pages import json_script
 from dyafdb.viewer.questions import human_questions
 from dyafdb.viewer.sampler import Candidate, apportion, sample
@@ -171,8 +174,8 @@ def test_blind_files_name_no_model_and_the_study_maps_codes(demo, tmp_path):
         assert not leaks(text, config, root), (path, leaks(text, config, root))
         low = text.lower()
         assert "occupancy" not in low and "role_adherence" not in low or path.name == "study.js", path
-    for path in (out / "media").iterdir():
-        assert not leaks(path.name, config, root)
+    for path in (out / "media").rglob("*"):
+        assert not leaks(str(path.relative_to(out)), config, root)
     study = json.loads((out / "annotate" / "study.js").read_text().split("=", 1)[1].rstrip().rstrip(";"))
     # which conversation each item stands for is only in the key file beside the site
     assert not (out / "annotation-sample.tsv").exists()
@@ -184,8 +187,63 @@ def test_blind_files_name_no_model_and_the_study_maps_codes(demo, tmp_path):
     for it, row in zip(study["items"], key["items"]):
         assert {seat for seat, _ in it["q"]} == set(row["seats"])
     # the full pages do show the models, the judges and their raw replies
-    page = next((out / "c").glob("t1-1-*__zephyrine__quokkalux__*.html")).read_text()
+    page = next((out / "c").glob("t1-1-*/t1-1-*__zephyrine__quokkalux__*.html")).read_text()
     assert "Zephyrine XL" in page and "Quokkalux Mini" in page and REPLY_MARKER in page and "occupancy" in page
+
+
+def _local_links(html: str):
+    for link in re.findall(r'(?:href|src)="([^"]*)"', html):
+        if link and not link.startswith(("#", "data:", "http:", "https:", "mailto:")):
+            yield link.split("#", 1)[0]
+
+
+def test_site_files_sit_one_folder_down_and_every_link_resolves(demo, tmp_path):
+    root, config = demo
+    out = tmp_path / "site"
+    build_site(config, root, settings_at(config, root, out))
+    pages = [p for p in (out / "c").rglob("*") if p.is_file()]
+    media = [p for p in (out / "media").rglob("*") if p.is_file()]
+    assert len(pages) == 24 and len(media) == 48  # audio and peaks per conversation
+    for path in pages:  # c/<scenario>/<id>.html
+        rel = path.relative_to(out / "c")
+        assert len(rel.parts) == 2 and rel.parts[0] == shard_of(path.stem), rel
+    for path in media:  # media/<first characters of the token>/<token>.<ext>
+        rel = path.relative_to(out / "media")
+        assert len(rel.parts) == 2 and rel.parts[0] == path.stem[:MEDIA_SHARD_CHARS] and len(rel.parts[0]) == 2, rel
+    # every page's links (scripts, styles, audio, navigation) resolve from the page's own folder
+    checked = 0
+    for path in out.rglob("*.html"):
+        for link in _local_links(path.read_text(encoding="utf-8")):
+            if link.endswith("analysis/report.html"):  # outside the site; the demo fixture builds no report
+                continue
+            assert (path.parent / link).resolve().is_file(), (path.relative_to(out), link)
+            checked += 1
+    assert checked > 24 * 4
+    # and so do the index's row links, which index.js makes from index-data.js
+    text = (out / "index-data.js").read_text()
+    rows = json.loads(text[text.index("=") + 1:].strip().rstrip(";"))["rows"]
+    assert rows and all((out / r["href"]).is_file() for r in rows)
+
+
+def test_no_site_folder_holds_an_entry_per_conversation_at_main_suite_scale():
+    """The files a full build of the main suite (7,560 conversations) writes under c/ and media/:
+    no folder holds more than a few hundred entries (flat, c/ and media/ held 7,560 and 15,120)."""
+    config = load_config(REPO / "config" / "config.yaml")
+    ids = [r.conversation_id for r in build_design(config, REPO)]
+    assert len(ids) == 7560
+    salt = "0f" * 16
+    ext = FORMATS["vorbis"][0]
+    files = [conversation_page(i) for i in ids]
+    files += [f"media/{media_name(media_key(i, salt), e)}" for i in ids for e in (ext, ".json")]
+    assert len(set(files)) == 3 * len(ids)
+    entries: dict[str, set[str]] = {}
+    for f in files:
+        parts = f.split("/")
+        for depth in range(1, len(parts)):
+            entries.setdefault("/".join(parts[:depth]), set()).add(parts[depth])
+    biggest = max(entries, key=lambda k: len(entries[k]))
+    assert len(entries[biggest]) <= 300, (biggest, len(entries[biggest]))
+    assert len(entries["media"]) == 256 and len(entries["c"]) == len({shard_of(i) for i in ids})
 
 
 def test_index_data_holds_every_measure(demo, tmp_path):
@@ -211,7 +269,7 @@ def test_rebuild_reuses_audio_and_drops_stale_pages(demo, tmp_path, monkeypatch)
     out = tmp_path / "site"
     settings = settings_at(config, root, out, audio="flac")
     build_site(config, root, settings)
-    audio = sorted((out / "media").glob("*.flac"))
+    audio = sorted((out / "media").glob("*/*.flac"))
     assert len(audio) == 24 and all(p.stat().st_size > 1000 for p in audio)
     stamp = {p: p.stat().st_mtime_ns for p in audio}
 
@@ -221,9 +279,11 @@ def test_rebuild_reuses_audio_and_drops_stale_pages(demo, tmp_path, monkeypatch)
     ids = [r.conversation_id for r in build_design(config, root) if r.archetype == "T1-1"]
     summary = build_site(config, root, dataclasses.replace(settings, annotation=False), ids=ids)
     assert not calls  # nothing re-encoded: the peaks and audio came from the cache
-    assert sorted(p.stem for p in (out / "c").glob("*.html")) == sorted(ids)
-    assert len(list((out / "media").glob("*.flac"))) == 8 and summary.removed > 0
-    assert all(p.stat().st_mtime_ns == stamp[p] for p in (out / "media").glob("*.flac"))
+    assert sorted(p.stem for p in (out / "c").glob("*/*.html")) == sorted(ids)
+    assert len(list((out / "media").glob("*/*.flac"))) == 8 and summary.removed > 0
+    assert all(p.stat().st_mtime_ns == stamp[p] for p in (out / "media").glob("*/*.flac"))
+    # the sub-folders of scenarios no longer built are removed with their pages
+    assert {p.name for p in (out / "c").iterdir()} == {shard_of(i) for i in ids}
     assert not (out / "annotation-sample.tsv").exists()
 
     # a build that fails half-way leaves no index.html behind
@@ -278,7 +338,7 @@ def test_the_blind_site_decodes_to_no_id_or_model_name(demo, tmp_path):
     assert {it["conversation_id"] for it in key["items"]} <= names
     import hashlib
 
-    media = {p.stem for p in (out / "media").iterdir()}
+    media = {p.stem for p in (out / "media").rglob("*")}
     assert not media & {hashlib.sha256(cid.encode()).hexdigest()[:16] for cid in names}
     # a rebuild keeps the salt, so tokens and media names stay the same
     before = (out / "annotate" / "study.js").read_text()
@@ -292,7 +352,7 @@ def test_annotation_only_site_holds_only_the_sample(demo, tmp_path):
     summary = build_site(config, root, settings_at(config, root, out), annotation_only=True)
     assert summary.items == 8 and summary.conversations == 0
     assert not (out / "c").exists() and not (out / "index-data.js").exists()
-    assert len(list((out / "media").glob("*.ogg"))) == 8
+    assert len(list((out / "media").glob("*/*.ogg"))) == 8
     assert "annotate/index.html" in (out / "index.html").read_text()
     for path, text in plain_files(out):
         assert not leaks(text, config, root), (path, leaks(text, config, root))
@@ -311,7 +371,7 @@ def test_cli_builds_the_site_and_guards_the_full_one(demo, tmp_path, capsys):
             "--audio", "wav", "--no-annotation"]
     assert cli_main(argv) == 0
     assert "2 conversation pages" in capsys.readouterr().out
-    assert len(list((out / "media").glob("*.wav"))) == 2 and (out / "index.html").exists()
+    assert len(list((out / "media").glob("*/*.wav"))) == 2 and (out / "index.html").exists()
     site = viewer_settings(config, root).out
     assert cli_main(["viewer", "-c", str(cfg), "--root", str(root), "--annotation-only", "--out", str(site)]) == 2
     assert "overwrite the full site" in capsys.readouterr().err

@@ -39,6 +39,7 @@ from dyafdb.analysis.agreement import agreement_table, majority, read_human_labe
 from dyafdb.analysis.io import read_measures  # noqa: E402
 from dyafdb.analysis.settings import from_config  # noqa: E402
 from dyafdb.viewer.study import key_file  # noqa: E402
+from dyafdb.viewer.layout import conversation_page  # noqa: E402
 from dyafdb.suite.design import build_design  # noqa: E402
 from dyafdb.measures.table import table_rows, write_table  # noqa: E402
 from dyafdb.viewer.site import build_site  # noqa: E402
@@ -167,7 +168,7 @@ def conversation_with_overlap(root: Path, site: Path) -> str:
 def test_page_plays_audio_the_cursor_moves_and_clicks_seek(demo, page, shots):
     root, config, site = demo
     cid = conversation_with_overlap(root, site)
-    page.goto(url(site, f"c/{cid}.html"))
+    page.goto(url(site, conversation_page(cid)))
     transcript = json.loads(Path(results_at(root).transcript_json(cid)).read_text())
     assert page.locator(".line").count() == len(transcript["lines"])
     assert page.locator(".track.spk-A .seg").count() + page.locator(".track.spk-B .seg").count() == len(transcript["lines"])

@@ -2,12 +2,13 @@
 
 A recording's ``audio.wav`` is float32 (11.5 MB a minute): too big to ship and not what a browser
 should stream. Each conversation gets one stereo file in a format Chromium plays offline (channel
-0 = side a on the left, as recorded) under ``<site>/media/<key>.<ext>``, where ``key`` is a salted
-hash of the conversation id (the salt is the site's secret, kept outside it): the blind annotation pages play the same file, and a model name must not
-appear in their DOM, file names included.
+0 = side a on the left, as recorded) under ``<site>/media/<tt>/<key>.<ext>``, where ``key`` is a
+salted hash of the conversation id (the salt is the site's secret, kept outside it) and ``tt`` the
+key's first two characters (:mod:`dyafdb.viewer.layout`): the blind annotation pages play the same
+file, and a model name must not appear in their DOM, file and folder names included.
 
 The peaks (the largest absolute sample of each bin, ``peaks_per_s`` bins a second, both channels on
-one scale, one byte each, base64) are kept in ``<key>.json`` beside the audio together with the
+one scale, one byte each, base64) are kept in ``<tt>/<key>.json`` beside the audio together with the
 size and mtime of the recording they came from, so a rebuild of an unchanged site reads no audio.
 """
 
@@ -25,6 +26,7 @@ import soundfile as sf
 
 from dyafdb.clock import SAMPLE_RATE
 from dyafdb.fileio import write_atomic, write_json_atomic
+from dyafdb.viewer.layout import media_name
 
 # name -> (extension, libsndfile format, subtype, MIME type); all play in Chromium from file://.
 FORMATS: dict[str, tuple[str, str, str, str]] = {
@@ -32,7 +34,8 @@ FORMATS: dict[str, tuple[str, str, str, str]] = {
     "flac": (".flac", "FLAC", "PCM_16", "audio/flac"),
     "wav": (".wav", "WAV", "PCM_16", "audio/wav"),
 }
-CACHE_FORMAT = "dyafdb-viewer-media/1"
+# /2: Media.file carries the token-prefix sub-folder
+CACHE_FORMAT = "dyafdb-viewer-media/2"
 
 
 def media_key(conversation_id: str, salt: str) -> str:
@@ -45,7 +48,7 @@ def media_key(conversation_id: str, salt: str) -> str:
 
 @dataclass(frozen=True)
 class Media:
-    file: str  # name under <site>/media/
+    file: str  # path under <site>/media/: <tt>/<key><ext> (viewer.layout.media_name)
     mime: str
     duration_s: float
     peaks_per_s: int
@@ -100,17 +103,17 @@ def prepare_media(recording_dir: Path, media_dir: Path, key: str, fmt: str, peak
     """The site's copy of one recording's audio and its peaks (reused when the recording is unchanged)."""
     ext, container, subtype, mime = FORMATS[fmt]
     source = Path(recording_dir) / "audio.wav"
-    audio_out = media_dir / f"{key}{ext}"
-    cache = media_dir / f"{key}.json"
+    audio_out = media_dir / media_name(key, ext)
+    cache = media_dir / media_name(key, ".json")
     signature = _signature(source)
     hit = _cached(cache, audio_out, signature, fmt, peaks_per_s)
     if hit is not None:
         return hit
     data, rate = sf.read(source, dtype="float32", always_2d=True)
-    media_dir.mkdir(parents=True, exist_ok=True)
+    audio_out.parent.mkdir(parents=True, exist_ok=True)
     # Encoders clip at full scale anyway; doing it here keeps 16-bit PCM from wrapping around.
     write_atomic(audio_out, lambda tmp: sf.write(tmp, np.clip(data, -1.0, 1.0), rate, format=container, subtype=subtype))
-    media = Media(file=audio_out.name, mime=mime, duration_s=round(data.shape[0] / rate, 3), peaks_per_s=peaks_per_s,
+    media = Media(file=media_name(key, ext), mime=mime, duration_s=round(data.shape[0] / rate, 3), peaks_per_s=peaks_per_s,
                   bin_s=bin_samples(peaks_per_s) / rate, peaks=compute_peaks(np.ascontiguousarray(data.T), peaks_per_s))
     write_json_atomic(cache, {"format": CACHE_FORMAT, "source": signature, "audio": fmt, "media": media.to_json()},
                       indent=None)

@@ -15,6 +15,7 @@ import json
 from html import escape
 from typing import Any, Mapping, Sequence
 
+from dyafdb.viewer.layout import CONVERSATION_ROOT
 from dyafdb.viewer.summary import MECHANICAL_ORDER, fmt, show, withheld
 
 ASSET_FILES = ("viewer.css", "player.js", "cellfilter.js", "index.js", "annotate.js")
@@ -278,7 +279,7 @@ def conversation_page(*, row: Any, meta: Mapping[str, Any], player: Mapping[str,
     if demo_quality:
         chip_html += '<span class="chip warn">demo quality</span>'
     body = (
-        f'<div class="crumbs"><a href="../index.html">All conversations</a> › {h(row.archetype)} › '
+        f'<div class="crumbs"><a href="{CONVERSATION_ROOT}index.html">All conversations</a> › {h(row.archetype)} › '
         f'<span class="cid">{h(row.conversation_id)}</span></div>'
         f'<h1>{h(prompts["title"])}</h1><div class="chips">{chip_html}</div>'
         f'{player_card(player, blind=False)}'
@@ -289,8 +290,8 @@ def conversation_page(*, row: Any, meta: Mapping[str, Any], player: Mapping[str,
     )
     data = json_script({"mode": "full", "duration_s": player["duration_s"], "bin_s": player["bin_s"],
                         "peaks": [r["peaks"] for r in player["rows"]]})
-    return layout(f"{prompts['title']} · {row.conversation_id}", body, "../", ["../assets/player.js"],
-                  full_nav("../", annotation), "page-conversation", data)
+    return layout(f"{prompts['title']} · {row.conversation_id}", body, CONVERSATION_ROOT,
+                  [f"{CONVERSATION_ROOT}assets/player.js"], full_nav(CONVERSATION_ROOT, annotation), "page-conversation", data)
 
 
 # ----------------------------------------------------------------------------- index
@@ -320,7 +321,7 @@ def index_page(summary: Mapping[str, Any], annotation: bool, report_href: str | 
 <section class="card table-card">
 <table class="conv" id="conv"><thead><tr id="conv-head"></tr></thead><tbody id="rows"></tbody></table>
 <div class="more"><button type="button" class="btn" id="more" hidden>Show more</button></div>
-<noscript><p class="note">The filters need JavaScript; the pages are under <code>c/</code>.</p></noscript>
+<noscript><p class="note">The filters need JavaScript; the pages are under <code>c/</code>, a folder per scenario.</p></noscript>
 </section>"""
     return layout("DyaFDB conversations", body, "", ["index-data.js", "assets/cellfilter.js", "assets/index.js"],
                   full_nav("", annotation),

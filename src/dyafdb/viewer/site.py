@@ -3,12 +3,15 @@
 Layout under the site folder (default ``<results_dir>/site``)::
 
   index.html  index-data.js          the conversation index and its data (filters run in the browser)
-  c/<conversation_id>.html           one page per conversation
-  media/<key>.<ogg|flac|wav>         its audio; <key>.json caches the waveform peaks
+  c/<scenario>/<conversation_id>.html  one page per conversation, a folder per scenario
+  media/<tt>/<key>.<ogg|flac|wav>    its audio; <key>.json caches the waveform peaks; <tt> is the
+                                     first two characters of the salted token <key>
   annotate/index.html  study.js      the blind annotation study: rater id, progress, CSV export
   annotate/item-<code>.html          one blind page per sampled conversation
   assets/                            the CSS and scripts (copied from the package)
 
+(per-conversation files one folder down, so no folder holds an entry per conversation; why and
+how the sub-folders are named, blind site included: :mod:`dyafdb.viewer.layout`),
 and, beside the site folder (never inside it), ``<site>-annotation-key.json``: the site's secret
 salt and which conversation and seats each item stands for (:mod:`dyafdb.viewer.study`).
 
@@ -41,6 +44,7 @@ from dyafdb.suite.scenarios import Scenario, find_scenario
 from dyafdb.errors import InputError
 from dyafdb.score.conversation import conversation_paths
 from dyafdb.viewer import pages
+from dyafdb.viewer.layout import CONVERSATION_ROOT, conversation_page, media_name
 from dyafdb.viewer.media import FORMATS, Media, media_key, prepare_media
 from dyafdb.viewer.model import player_data, prompts
 from dyafdb.viewer.questions import human_questions
@@ -102,6 +106,10 @@ class _Writer:
             if path.is_file() and path not in self.summary.written:
                 path.unlink()
                 removed += 1
+        # sub-folders left empty (a scenario no longer in the design, a site of the flat layout)
+        for path in sorted((p for p in stale if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+            if not any(path.iterdir()):
+                path.rmdir()
         return removed
 
 
@@ -170,7 +178,7 @@ def _prepare_all(tasks: list[tuple[str, str, str, str, int]], jobs: int) -> list
 
 
 def _conversation_page(ctx: _Context, src: Sources, media: Media) -> str:
-    player = player_data(src, media, f"../media/{media.file}", ctx.config, blind=False)
+    player = player_data(src, media, f"{CONVERSATION_ROOT}media/{media.file}", ctx.config, blind=False)
     return pages.conversation_page(
         row=src.row, meta=src.meta, player=player, prompts=prompts(src, blind=False), measures=src.measures,
         judges=ctx.judges, records=src.judged, garble=src.garble, speakers=src.speakers,
@@ -246,10 +254,10 @@ def build_site(config: Mapping[str, Any], root: Path = Path("."), settings: View
         if src is None:  # being recorded again right now; the next build picks it up
             continue
         w.keep(f"media/{media.file}")
-        w.keep(f"media/{media_key(row.conversation_id, ctx.salt)}.json")
+        w.keep(f"media/{media_name(media_key(row.conversation_id, ctx.salt), '.json')}")
         summary.audio_bytes += (out / "media" / media.file).stat().st_size
         if not annotation_only:
-            w.text(f"c/{row.conversation_id}.html", _conversation_page(ctx, src, media))
+            w.text(conversation_page(row.conversation_id), _conversation_page(ctx, src, media))
             index_rows.append(index_row(src, media, judges, config))
         pick = pick_of.get(row.conversation_id)
         if pick is not None:

@@ -6,6 +6,7 @@ from typing import Any, Mapping, Sequence
 
 from dyafdb.analysis.numbers import fmt as report_fmt
 from dyafdb.score.health import MEASURES as HEALTH_MEASURES
+from dyafdb.viewer.layout import conversation_page
 from dyafdb.viewer.media import Media
 from dyafdb.viewer.model import model_label
 from dyafdb.viewer.sources import Sources
@@ -112,7 +113,7 @@ def index_row(src: Sources, media: Media, judges: Sequence[str], config: Mapping
     row = src.row
     values, labels = measure_values(src)
     return {
-        "id": row.conversation_id, "href": f"c/{row.conversation_id}.html", "archetype": row.archetype,
+        "id": row.conversation_id, "href": conversation_page(row.conversation_id), "archetype": row.archetype,
         "scenario": row.scenario, "title": src.scenario.title, "pairing": row.pairing, "play": row.play,
         "model_a": row.model_a, "model_b": row.model_b,
         "label_a": model_label(config, row.model_a), "label_b": model_label(config, row.model_b),
