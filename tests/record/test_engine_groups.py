@@ -121,3 +121,58 @@ def test_a_record_job_whose_group_engine_never_listens_fails_instead_of_loading_
     (tmp_path / "quiet.sock").write_text("")  # a stale socket file: nobody listens
     with pytest.raises(AgentError, match=f"did not listen.*{ENGINES_WAIT_ENV}"):
         engine_socket("quiet")
+
+
+def test_a_group_waits_for_engines_slower_than_latency_wait_with_their_worker_env(tmp_path):
+    """Snakemake checks a consumer's service inputs within --latency-wait of its start; a real model
+    loads for longer. The engines here take 8 s to start (a delay their worker environment sets) against
+    a 3 s latency-wait: the group still records on one engine per model, and no local engine starts."""
+    from dyafdb.paths import Results
+
+    write_suite(tmp_path, archetypes=["T1-1"])
+    slow = {"command": ["sh", "-c", 'sleep "${ENGINE_DELAY_S:?set by worker.env}"; exec "$0" "$@"', "python", "-m",
+                        "dyafdb.agents.worker"], "env": {"ENGINE_DELAY_S": "8"}}
+    models = {m: {"adapter": "null", "engine": {"sessions": 4}, "worker": slow, "resources": {"cpus": 1, "mem_mb": 1000}}
+              for m in ("quiet", "hush")}
+    cfg = scripted_config(models=models, window_s=2, in_process=False)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    rows = [r for r in build_design(cfg, tmp_path) if (r.model_a, r.model_b) == ("quiet", "hush")]
+    results = Results("results")
+    targets = [results.recording_file(r.conversation_id, "meta.json") for r in rows]
+    done = snakemake(tmp_path, "--cores", "4", "--latency-wait", "3", *targets, *GROUPED)
+    assert done.returncode == 0, done.stdout + done.stderr
+    pids = {(m, json.loads((tmp_path / t).read_text())["agents"][s]["extra"]["engine_pid"])
+            for t in targets for s, m in (("a", "quiet"), ("b", "hush"))}
+    assert len(pids) == 2 and len(rows) == 2, pids  # one engine per model for the group's two conversations
+    logs = sorted((tmp_path / results.log_dir("engine")).iterdir())
+    assert [p.read_text().count(" ready on ") for p in logs] == [1, 1], [p.read_text() for p in logs]
+    assert not (tmp_path / results.log_dir("engines")).exists()  # the run's own engines were not started too
+
+
+def test_slurm_submits_each_groups_engines_and_conversations_as_one_job(tmp_path, monkeypatch):
+    """Snakemake gives a service's consumers the service's group only when they have none, and keeps
+    the profile's group on the service: with only the engine rule grouped, each engine went to SLURM
+    alone (and failed: a service without consumers). Each group job of the plan must hold its
+    pairing's engines and record jobs; inside that job (no --groups, its own --cores) the record jobs
+    still find their group's engines."""
+    for key in ("DYAFDB_SLURM_PARTITION", "DYAFDB_SLURM_GPU_PARTITION", "DYAFDB_SLURM_ACCOUNT", "DYAFDB_SLURM_GPU_MODEL"):
+        monkeypatch.delenv(key, raising=False)
+    _, rows = _config(tmp_path, {"cpus": 1, "mem_mb": 1000})
+    from dyafdb.paths import Results
+
+    targets = [Results("results").recording_file(r.conversation_id, "meta.json") for r in rows]
+    plan = snakemake(tmp_path, "-n", "--profile", str(REPO / "profiles" / "slurm"), "--cores", "8", *targets)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    blocks = [b for b in re.split(r"Group job ", plan.stdout)[1:] if "rule engine:" in b or "rule record:" in b]
+    assert len(blocks) == 4, plan.stdout  # one per pairing, none for an engine alone
+    for block in blocks:
+        jobs = planned(block)
+        engines = {j["wildcards"]["group"] for j in jobs if j["rule"] == "engine"}
+        records = [j for j in jobs if j["rule"] == "record"]
+        assert len(engines) == 1 and len(records) == 2, block
+    # Inside a group's SLURM job: its jobs as --target-jobs, no --groups, the group's width as --cores.
+    (group,) = engines
+    specs = [f"{j['rule']}:" + ",".join(f"{k}={v}" for k, v in j["wildcards"].items()) for j in jobs]
+    inside = snakemake(tmp_path, "-n", "-p", "--cores", "4", "--target-jobs", *specs, "--allowed-rules", "engine", "record")
+    assert inside.returncode == 0, inside.stdout + inside.stderr
+    assert inside.stdout.count(f"DYAFDB_ENGINES=.dyafdb-engines/{group} ") == len(records) == 2, inside.stdout

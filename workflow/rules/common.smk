@@ -181,7 +181,10 @@ def start_local_engines():
         return
     from dyafdb.agents.engine.launch import LOCAL_ENGINES
 
-    rows = [CONVERSATIONS[j.wildcards.conversation] for j in workflow.dag.needrun_jobs() if j.rule.name == "record"]
+    # Conversations in engine node groups (--groups engine=...) join their group's engines instead.
+    grouped = ENGINE_GROUPS.groups()[0]
+    rows = [CONVERSATIONS[j.wildcards.conversation] for j in workflow.dag.needrun_jobs()
+            if j.rule.name == "record" and j.wildcards.conversation not in grouped]
     started = LOCAL_ENGINES.start(config, {m for r in rows for m in (r.model_a, r.model_b)},
                                   log_dir=Path(R.log_dir("engines")))
     if started:

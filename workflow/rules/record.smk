@@ -4,8 +4,9 @@ from dyafdb.record.engine_groups import ENGINE_SOCKET, EngineGroups
 
 # Engine node groups on a cluster (dyafdb.record.engine_groups): when the profile groups the engine
 # rule, record jobs of one pairing share one engine per model, whose GPUs the group asks for once.
-ENGINE_GROUPS = EngineGroups(config, CONVERSATIONS, enabled=lambda: bool(workflow.group_settings.overwrite_groups.get("engine")),
-                             cores=lambda: workflow.resource_settings.cores, local=lambda: workflow.local_exec)
+ENGINE_GROUPS = EngineGroups(config, CONVERSATIONS, group_name=lambda: workflow.group_settings.overwrite_groups.get("engine"),
+                             cores=lambda: workflow.resource_settings.cores, local=lambda: workflow.local_exec,
+                             target_jobs=lambda: workflow.dag_settings.target_jobs)
 
 
 rule engine:
@@ -13,6 +14,8 @@ rule engine:
         sock=service(ENGINE_SOCKET),
     params:
         argv=ENGINE_GROUPS.engine_argv,
+    # the same group as its record jobs (ENGINE_GROUPS.record_group), also inside the group's SLURM job
+    group: ENGINE_GROUPS.group_name
     log:
         R.log("engine", "{group}-{model}"),
     conda:
@@ -26,8 +29,12 @@ rule engine:
         # one SLURM job has one partition and GPU model: its record jobs' (RECORD_SITE)
         slurm_partition=lambda wc: (SITE_GPU_PARTITION if _pair_gpus(*ENGINE_GROUPS.engine_pair(wc))[0] else SITE_PARTITION) or None,
         gpu_model=lambda wc: _pair_gpus(*ENGINE_GROUPS.engine_pair(wc))[1] if _pair_gpus(*ENGINE_GROUPS.engine_pair(wc))[0] else None,
+    # Snakemake checks a consumer's inputs, service outputs too, within --latency-wait of its start,
+    # and a model takes longer to load: an empty placeholder stands at the socket path from the start
+    # (record jobs wait until it listens, DYAFDB_ENGINES_WAIT_S) and the engine replaces it once loaded.
     shell:
-        'mkdir -p "$(dirname {output.sock:q})" && rm -f {output.sock:q} && exec {params.argv} > {log} 2>&1'
+        'mkdir -p "$(dirname {output.sock:q})" && rm -f {output.sock:q} && touch {output.sock:q}'
+        " && exec {params.argv} > {log} 2>&1"
 
 
 rule record:
@@ -55,6 +62,8 @@ rule record:
         conversation=CONVERSATION_IN_SHARD,
     conda:
         "../../envs/dyafdb.yml"
+    # in a node group: the engines' group, so that SLURM gets engines and conversations as one job
+    group: ENGINE_GROUPS.record_group
     threads: ENGINE_GROUPS.record_share("cpus", 1)
     resources:
         gpu=ENGINE_GROUPS.record_share("gpus", 0),

@@ -22,19 +22,23 @@ from dyafdb.agents.engine.launch import host_argv
 
 # Sockets live in a short relative folder: AF_UNIX paths are limited to ~107 bytes.
 ENGINE_SOCKET = ".dyafdb-engines/{group}/{model}.sock"
+ENGINE_RULE = "engine"
 
 
 class EngineGroups:
     """The workflow's view of node groups; methods take Snakemake wildcards.
 
-    ``enabled`` and ``cores`` are read when the DAG is built (profile groups are not known yet while
-    the rules are read), so the grouping is computed on first use.
+    ``group_name`` (the engine rule's group in the profile; None turns node groups off) and ``cores``
+    are read when the DAG is built (profile groups are not known yet while the rules are read), so
+    the grouping is computed on first use.
     """
 
     def __init__(self, config: Mapping[str, Any], conversations: Mapping[str, Any],
-                 enabled: Callable[[], bool], cores: Callable[[], Any], local: Callable[[], bool]):
+                 group_name: Callable[[], str | None], cores: Callable[[], Any], local: Callable[[], bool],
+                 target_jobs: Callable[[], Any] = lambda: ()):
         self.config, self.conversations = config, conversations
-        self._enabled, self._cores, self._local = enabled, cores, local
+        self._group_name, self._cores, self._local = group_name, cores, local
+        self._target_jobs = target_jobs
         self._groups: tuple[dict[str, str], dict[str, tuple[str, str]]] | None = None
 
     # -- the grouping ---------------------------------------------------------------------------
@@ -50,8 +54,31 @@ class EngineGroups:
     def groups(self) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
         """conversation -> its group; group -> its pairing's (model_a, model_b). Empty when off."""
         if self._groups is None:
-            self._groups = self._compute() if self._enabled() else ({}, {})
+            inside = [t for t in self._target_jobs() if t[0] == ENGINE_RULE]
+            if inside:
+                self._groups = self._inside(inside)
+            else:
+                self._groups = self._compute() if self._group_name() else ({}, {})
         return self._groups
+
+    def _inside(self, engine_targets: Sequence[Any]) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+        """The grouping inside a group's SLURM job. Snakemake runs there with the group's jobs as
+        ``--target-jobs``, without the profile's ``--groups`` and with the group's width as
+        ``--cores``, so the grouping cannot be computed again: the engine jobs name their group, and
+        the record jobs of this run are that group's conversations."""
+        groups: dict[str, str] = {}
+        pairs: dict[str, tuple[str, str]] = {}
+        names = {t[1]["group"] for t in engine_targets}
+        for t in self._target_jobs():
+            if t[0] != "record":
+                continue
+            cid = t[1]["conversation"]
+            row = self.conversations[cid]
+            pair = (row.model_a, row.model_b)
+            mine = [g for g in names if g.rsplit("-", 1)[0] == f"{pair[0]}+{pair[1]}"]
+            if len(mine) == 1:
+                groups[cid], pairs[mine[0]] = mine[0], pair
+        return groups, pairs
 
     def _compute(self) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
         by_pairing: dict[tuple[str, str], list[str]] = {}
@@ -87,6 +114,25 @@ class EngineGroups:
         if group is None:
             return []
         return [ENGINE_SOCKET.format(group=group, model=m) for m in self.engined(self._pair(wildcards))]
+
+    def record_group(self, wildcards: Any) -> str | None:
+        """The engine rule's group for a conversation in a node group (the record rule's `group:`).
+
+        Snakemake puts a service job's consumers into the service's group only while they have no
+        group of their own, and then keeps the service in its user-defined group: with the profile
+        grouping the engine rule alone, each engine went to SLURM as a group of one (whose job fails:
+        a service without consumers) and its record jobs to another. Naming the same group for both
+        makes each pairing's engines and conversations one connected group, hence one SLURM job.
+        Local runs ignore groups (Snakemake returns none), so this changes nothing there.
+        """
+        if wildcards.conversation not in self.groups()[0]:
+            return None
+        return self.group_name()
+
+    def group_name(self, wildcards: Any = None) -> str:
+        """The Snakemake group of engines and record jobs: the profile's (engine rule's), and inside
+        a group's SLURM job, where no profile groups are given, the engine rule's name."""
+        return self._group_name() or ENGINE_RULE
 
     def record_env(self, wildcards: Any) -> str:
         """Where the group's engines listen, and how long to wait for them to load (they start with the job)."""
@@ -125,4 +171,8 @@ class EngineGroups:
         return self.groups()[1][wildcards.group]
 
     def engine_argv(self, wildcards: Any, output: Any) -> str:
-        return shlex.join(host_argv(wildcards.model, dict(self._spec(wildcards.model)), output.sock))
+        """The engine process, with the model's worker environment (as a local run's engines get it:
+        thread counts and the like are the model's, wherever its engine runs)."""
+        spec = dict(self._spec(wildcards.model))
+        env = [f"{k}={v}" for k, v in ((spec.get("worker") or {}).get("env") or {}).items()]
+        return shlex.join((["env", *env] if env else []) + host_argv(wildcards.model, spec, output.sock))
