@@ -158,21 +158,6 @@ def _record_digest(model_a, model_b, garble):
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def recording_meta(wildcards):
-    return R.recording_file(wildcards.conversation, "meta.json")
-
-
-def record_resource(key, default, combine=sum):
-    def get(wildcards):
-        # In a local run a model with an engine section runs in its engine (start_local_engines),
-        # which holds its GPUs and memory: the record job itself needs only the bridge's share.
-        values = [default if workflow.local_exec and "engine" in model_spec(m) else
-                  model_spec(m).get("resources", {}).get(key, default) for m in pair_models(wildcards)]
-        return combine(values)
-
-    return get
-
-
 def start_local_engines():
     """A local run starts one engine per model with an `engine` section that its planned record jobs
     use, all at once, before the first job; record jobs then join them (dyafdb.agents.engine.launch).
