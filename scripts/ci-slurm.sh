@@ -39,3 +39,20 @@ timeout -k 10 1800 snakemake --profile profiles/local --configfile config/ci-slu
   --config results_dir=results/ci-slurm/local --cores 2 "results/ci-slurm/local/$target"
 echo "local run: $(( $(date +%s) - start )) s"
 python scripts/compare-results.py results/ci-slurm/slurm results/ci-slurm/local
+
+# Engine node groups (docs/engines.md): two tiny random Moshi-architecture models with engines, in
+# cross-play, through profiles/slurm; each pairing's record jobs and its two engines run as one SLURM
+# job, and every model is loaded once per group (scripts/check-engine-groups.py).
+engines=results/ci-slurm-engines
+rm -rf "$engines/slurm" .dyafdb-engines
+python scripts/write-tiny-moshi.py "$engines/moshi-tiny"
+mapfile -t targets < <(python scripts/check-engine-groups.py --config config/ci-slurm-engines.yaml \
+  --results "$engines/slurm" --print-targets)
+last_job=$(sacct -X -n -P -o JobID -S now-1days | grep -E '^[0-9]+$' | sort -n | tail -1)
+start=$(date +%s)
+timeout -k 10 900 snakemake --profile profiles/slurm --configfile config/ci-slurm-engines.yaml \
+  --config results_dir="$engines/slurm" --jobs 4 --cores 6 \
+  --slurm-init-seconds-before-status-checks 5 -- "${targets[@]}"
+echo "slurm engine-group run: $(( $(date +%s) - start )) s"
+python scripts/check-engine-groups.py --config config/ci-slurm-engines.yaml --results "$engines/slurm" \
+  --cores 6 --after "${last_job:-0}"

@@ -25,8 +25,13 @@ install_packages() {
 
 write_config() {
   local cpus mem
-  cpus=$(nproc)
+  # The node advertises at least 8 CPUs and 32 GB, the size of a small GPU node, so that an engine
+  # node group (one engine per model plus one CPU and the bridge's memory per conversation, asked for
+  # as one SLURM job) fits on a 2-core CI machine; slurmd takes the configured size
+  # (SlurmdParameters=config_overrides) and nothing here enforces it (no cgroups, no memory polling).
+  cpus=$(( $(nproc) > 8 ? $(nproc) : 8 ))
   mem=$(( $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) * 3 / 4 ))
+  mem=$(( mem > 32000 ? mem : 32000 ))
   mkdir -p "$CONF_DIR" /var/spool/slurmctld /var/spool/slurmd /var/log/slurm /run/munge /run/mysqld
   chown munge:munge /run/munge
   chown mysql:mysql /run/mysqld
@@ -54,6 +59,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 GresTypes=gpu
 ReturnToService=2
+SlurmdParameters=config_overrides
 MinJobAge=3600
 EnforcePartLimits=ALL
 MpiDefault=none
@@ -132,7 +138,7 @@ start() {
   wait_for "an idle node" 60 sh -c 'sinfo -h -o %t | grep -q idle'
   sinfo
   srun -A "$ACCOUNT" -t 1 true
-  echo "slurm-local: cluster up (partitions cpu and gpu for account $ACCOUNT, $(nproc) CPUs, 2 fake GPUs, accounting enforced)"
+  echo "slurm-local: cluster up (partitions cpu and gpu for account $ACCOUNT, $(sinfo -h -o %c) CPUs on $(nproc) cores, 2 fake GPUs, accounting enforced)"
 }
 
 stop() {

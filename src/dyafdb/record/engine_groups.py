@@ -39,6 +39,7 @@ class EngineGroups:
         self.config, self.conversations = config, conversations
         self._group_name, self._cores, self._local = group_name, cores, local
         self._target_jobs = target_jobs
+        self._in_group_job = False
         self._groups: tuple[dict[str, str], dict[str, tuple[str, str]]] | None = None
 
     # -- the grouping ---------------------------------------------------------------------------
@@ -55,6 +56,7 @@ class EngineGroups:
         """conversation -> its group; group -> its pairing's (model_a, model_b). Empty when off."""
         if self._groups is None:
             inside = [t for t in self._target_jobs() if t[0] == ENGINE_RULE]
+            self._in_group_job = bool(inside)
             if inside:
                 self._groups = self._inside(inside)
             else:
@@ -154,6 +156,12 @@ class EngineGroups:
             pair = self._pair(wildcards)
             values = [default if grouped and "engine" in self._spec(m) else self._res(m, key, default) for m in pair]
             if in_group and key == "cpus":
+                if self._in_group_job:
+                    # Inside the group's SLURM job its CPUs are allocated already, and Snakemake runs
+                    # the group there (all jobs at once) with `--cores all`: the machine's cores where
+                    # the node has no cpusets, which may be fewer than SLURM granted. The bridges ride
+                    # along; the engines' threads still count.
+                    return 0
                 return max(1, combine(values) - sum(1 for m in pair if "engine" in self._spec(m)) * default)
             return combine(values)
 
