@@ -72,12 +72,13 @@ def main() -> int:
         if job["Account"] != account:
             problems.append(f"{name} was charged to {job['Account']!r}, not the site's account {account!r}")
         if name.startswith("rule_record_wildcards_"):
+            # The plugin joins the wildcards' values with "_": <shard>_<conversation> (dyafdb.paths).
             recorded[name.removeprefix("rule_record_wildcards_")] = job
             continue
         if job["Partition"] != partition or gpus_of(job["ReqTRES"], None):
             problems.append(f"{name} ran in {job['Partition']} with TRES {job['ReqTRES']}; a CPU job belongs in {partition}, without GPUs")
     for cid, want_cpus in cpus.items():
-        job = recorded.get(cid)
+        job = next((j for key, j in recorded.items() if key == cid or key.endswith(f"_{cid}")), None)
         if job is None:
             problems.append(f"no record job listed for {cid}")
             continue
