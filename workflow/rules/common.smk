@@ -206,6 +206,8 @@ def fix_callable_signatures():
             fix(getattr(getattr(item, "_file", None), "callable", None) or getattr(item, "callable", None) or item)
         for res in (step.resources or {}).values():
             fix(getattr(res, "_evaluator", None))
+        # the record rule's engine node group; the `group` property reads None while rules load
+        fix(getattr(step, "_group", None))
 
 
 def stop_local_engines():
