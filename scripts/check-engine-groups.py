@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -33,31 +32,13 @@ from dyafdb.config import load_config
 from dyafdb.paths import Results
 from dyafdb.record.engine_groups import ENGINE_SOCKET, EngineGroups
 from dyafdb.suite.design import build_design
+from slurm_jobs import gpus_of, submitted_jobs
 
-FIELDS = ("JobID", "Comment", "AllocCPUS", "Partition", "Account", "ReqTRES", "State")
 GROUP_RULE = "engine_node"  # profiles/slurm: groups: engine: engine_node
 GROUP_COMMENT = f"rule_{GROUP_RULE}_engine_record"  # the SLURM comment of a group of engine and record jobs
 HOST_MODULE = "dyafdb.agents.engine.host"
 
 
-def slurm_jobs(after: int) -> list[dict[str, str]]:
-    out = subprocess.run(["sacct", "-X", "-n", "-P", "-S", "now-1days", "-o", ",".join(FIELDS)],
-                         capture_output=True, text=True, check=True).stdout
-    jobs = [dict(zip(FIELDS, line.split("|"))) for line in out.splitlines() if line.strip()]
-    jobs = [j for j in jobs if j["JobID"].isdigit() and int(j["JobID"]) > after]
-    # slurmdbd stores a comment when the job ends; the controller knows it from submission on.
-    listed = subprocess.run(["squeue", "--states=all", "--noheader", "-o", "%i|%k"], capture_output=True, text=True,
-                            check=True).stdout
-    comments = dict(line.split("|", 1) for line in listed.splitlines() if "|" in line)
-    for job in jobs:
-        job["Comment"] = job["Comment"] or comments.get(job["JobID"], "").strip()
-    return jobs
-
-
-def gpus_of(tres: str) -> int:
-    """GPUs a job asked for (sacct ReqTRES: gres/gpu=N, besides gres/gpu:<model>=N)."""
-    match = re.search(r"(?:^|,)gres/gpu=(\d+)", tres)
-    return int(match.group(1)) if match else 0
 
 
 def engine_processes(sockets: set[str]) -> list[str]:
@@ -109,7 +90,7 @@ def main() -> int:
     account = os.environ.get("DYAFDB_SLURM_ACCOUNT")
     if on_slurm and not account:
         parser.error("DYAFDB_SLURM_ACCOUNT is not set: export the site variables the run used")
-    jobs = slurm_jobs(args.after) if on_slurm else []
+    jobs = submitted_jobs(args.after) if on_slurm else []
     by_id = {j["JobID"]: j for j in jobs}
     # The plugin names a job's comment rule_<rule>_wildcards_<...>, a group's rule_<group>_<its rules>.
     alone = [j for j in jobs if j["Comment"].startswith(("rule_record_wildcards_", "rule_engine_wildcards_"))]

@@ -16,36 +16,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import subprocess
 import sys
 from pathlib import Path
 
 from dyafdb.config import load_config
 from dyafdb.suite.design import build_design
-
-FIELDS = ("JobID", "Comment", "AllocCPUS", "Partition", "Account", "ReqTRES", "State")
-
-
-def submitted_jobs(after: int) -> list[dict[str, str]]:
-    out = subprocess.run(["sacct", "-X", "-n", "-P", "-S", "now-1days", "-o", ",".join(FIELDS)],
-                         capture_output=True, text=True, check=True).stdout
-    jobs = [dict(zip(FIELDS, line.split("|"))) for line in out.splitlines() if line.strip()]
-    jobs = [j for j in jobs if j["JobID"].isdigit() and int(j["JobID"]) > after]
-    # slurmdbd stores a comment when the job ends; the controller knows it from submission on.
-    listed = subprocess.run(["squeue", "--states=all", "--noheader", "-o", "%i|%k"], capture_output=True, text=True,
-                            check=True).stdout
-    comments = dict(line.split("|", 1) for line in listed.splitlines() if "|" in line)
-    for job in jobs:
-        job["Comment"] = job["Comment"] or comments.get(job["JobID"], "").strip()
-    return jobs
+from slurm_jobs import gpus_of, submitted_jobs
 
 
-def gpus_of(tres: str, model: str | None) -> int:
-    """GPUs a job asked for, of `model` when given (sacct ReqTRES: gres/gpu:<model>=N)."""
-    key = f"gres/gpu:{model}" if model else "gres/gpu"
-    match = re.search(rf"(?:^|,){re.escape(key)}=(\d+)", tres)
-    return int(match.group(1)) if match else 0
+
 
 
 def main() -> int:
