@@ -10,19 +10,10 @@ from dyafdb.llm import Client, LLMError, Reply, Request, RetryPolicy, make_clien
 JudgeError = LLMError  # a judge call that failed for good; `dyafdb judge` prints it on one line
 
 
-class Backend:
-    """What the runner asks: the judge's settings (``spec``) and its client's calls."""
+class Backend(Client):
+    """What the runner asks: an LLM client's calls, with the judge's settings as its ``spec``."""
 
-    spec: JudgeSpec
-
-    def request_body(self, request: Request) -> dict[str, Any]:
-        raise NotImplementedError
-
-    async def complete(self, request: Request) -> Reply:
-        raise NotImplementedError
-
-    async def aclose(self) -> None:
-        pass
+    spec: JudgeSpec  # type: ignore[assignment]  # a judge's spec carries its model's and more
 
 
 class ClientBackend(Backend):
