@@ -25,6 +25,11 @@ ENGINE_SOCKET = ".dyafdb-engines/{group}/{model}.sock"
 ENGINE_RULE = "engine"
 
 
+def _pairing_name(pair: Sequence[str]) -> str:
+    """A group's name is its pairing's and a number: ``<model_a>+<model_b>-<n>``."""
+    return f"{pair[0]}+{pair[1]}"
+
+
 class EngineGroups:
     """The workflow's view of node groups; methods take Snakemake wildcards.
 
@@ -77,7 +82,7 @@ class EngineGroups:
             cid = t[1]["conversation"]
             row = self.conversations[cid]
             pair = (row.model_a, row.model_b)
-            mine = [g for g in names if g.rsplit("-", 1)[0] == f"{pair[0]}+{pair[1]}"]
+            mine = [g for g in names if g.rsplit("-", 1)[0] == _pairing_name(pair)]
             if len(mine) == 1:
                 groups[cid], pairs[mine[0]] = mine[0], pair
         return groups, pairs
@@ -101,7 +106,7 @@ class EngineGroups:
                 per_job = 1 + sum(self._res(m, "cpus", 1) for m in pair if m not in engined)
                 size = min(size, (cores - sum(self._res(m, "cpus", 1) for m in engined)) // per_job)
             for i, cid in enumerate(ids):
-                group = f"{pair[0]}+{pair[1]}-{i // max(size, 1)}"
+                group = f"{_pairing_name(pair)}-{i // max(size, 1)}"
                 groups[cid] = group
                 pairs[group] = pair
         return groups, pairs
