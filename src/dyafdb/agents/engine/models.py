@@ -18,11 +18,11 @@ from dyafdb.errors import InputError
 ENGINES: dict[str, str] = {
     "moshi": "dyafdb.agents.moshi.engine:MoshiEngine",
     "null": "dyafdb.agents.engine.models:NullEngine",
+    "personaplex": "dyafdb.agents.moshi.personaplex_engine:PersonaPlexEngine",
 }
 
 # Adapters whose sessions an engine steps in one batched forward pass per tick (the Moshi architecture);
-# `dyafdb plan` projects their GPU time with engines from the per-tick cost. PersonaPlex's sessions are
-# batched by dyafdb.agents.moshi.personaplex_engine, whose host is not in ENGINES yet.
+# `dyafdb plan` projects their GPU time with engines from the per-tick cost.
 BATCHED_ADAPTERS: tuple[str, ...] = ("moshi", "personaplex")
 
 

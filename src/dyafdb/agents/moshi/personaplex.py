@@ -29,7 +29,7 @@ params:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -46,6 +46,15 @@ TOKENIZER_NAME = "tokenizer_spm_32k_3.model"
 DEFAULT_VOICE = "NATF2.pt"
 HINT = ("PersonaPlex is gated: accept the licence of nvidia/personaplex-7b-v1 and set HF_TOKEN before downloading; "
         "extract voices.tgz into the same folder (it holds voices/NATF0-3, NATM0-3, VARF0-4, VARM0-4 .pt)")
+
+
+def voice_prompt_path(params: dict[str, Any], model: str, checkpoint: Callable[[], Path]) -> Path:
+    """The pinned voice: ``voice_prompt`` (default NATF2.pt) in ``voice_prompt_dir``, else in
+    <checkpoint>/voices (the checkpoint folder is only resolved then)."""
+    voice = str(params.get("voice_prompt", DEFAULT_VOICE))
+    base = expand(params["voice_prompt_dir"]) if params.get("voice_prompt_dir") else checkpoint() / "voices"
+    return resolve_file(voice, base, model, "voice_prompt",
+                        hint=f"voice prompts are in voices.tgz of nvidia/personaplex-7b-v1; `tar xzf voices.tgz` in {base.parent}")
 
 
 def wrap_with_system_tags(text: str) -> str:
@@ -65,10 +74,8 @@ class PersonaPlexAgent:
             folder = resolve_checkpoint(params, model, required=[MOSHI_NAME, MIMI_NAME, TOKENIZER_NAME], hint=HINT)
         except InputError as exc:
             return [str(exc)]
-        base = expand(params["voice_prompt_dir"]) if params.get("voice_prompt_dir") else folder / "voices"
         try:
-            resolve_file(str(params.get("voice_prompt", DEFAULT_VOICE)), base, model, "voice_prompt",
-                         hint=f"voice prompts are in voices.tgz of nvidia/personaplex-7b-v1; `tar xzf voices.tgz` in {folder}")
+            voice_prompt_path(params, model, lambda: folder)
         except InputError as exc:
             return [str(exc)]
         return []
@@ -123,11 +130,7 @@ class PersonaPlexAgent:
                          sample_rate=mimi.sample_rate, frame_rate=mimi.frame_rate, **self.sampling)
 
     def _voice_path(self) -> Path:
-        voice = str(self.params.get("voice_prompt", DEFAULT_VOICE))
-        folder = self.params.get("voice_prompt_dir")
-        base = Path(folder).expanduser() if folder else self._checkpoint() / "voices"
-        return resolve_file(voice, base, self.model_name, "voice_prompt",
-                            hint=f"voice prompts are in voices.tgz of nvidia/personaplex-7b-v1; extract it to {base.parent}")
+        return voice_prompt_path(self.params, self.model_name, self._checkpoint)
 
     def _load_voice(self, path: Path) -> None:
         """A released voice is a .pt (saved prompt embeddings + token cache); a .wav is encoded at prompt time."""

@@ -33,9 +33,12 @@ Reproducible per conversation as :mod:`dyafdb.agents.moshi.engine` states: each 
 its own generator, so on CPU in float32 its tokens do not depend on its company
 (tests/agents/test_engine_personaplex.py).
 
+:class:`PersonaPlexEngine` is the engine of adapter ``personaplex`` (``ENGINES``): it loads the published
+checkpoint into moshi 0.2.13's classes with the fork's configuration and patches
+(:mod:`dyafdb.agents.moshi.personaplex_load`, which states what differs from the fork and why the load
+is still faithful), so it runs in kyutai's moshi environment (envs/moshi.yml), not the fork's.
 Not covered: ``.wav`` voice prompts (encoded through Mimi at prompt time; the released voices are
-``.pt``) and loading the 7B checkpoint into moshi 0.2.13 (the fork's checkpoint has no config and a
-16-codebook depformer); the engine is therefore not in ``ENGINES`` yet.
+``.pt``): the engine refuses them, and per-job workers on the fork encode them.
 """
 
 from __future__ import annotations
@@ -277,3 +280,89 @@ class PersonaPlexSessions:
 
     def step(self, heard: dict[int, np.ndarray]) -> dict[int, Frame]:
         return self.batched.step(heard)
+
+
+class PersonaPlexEngine(PersonaPlexSessions):
+    """PersonaPlex behind an engine: the published checkpoint loads once into moshi 0.2.13's classes.
+
+    Takes the ``personaplex`` adapter's params and resolves them the same way (checkpoint folder or
+    local hub cache with the same three files, ``voice_prompt`` / ``voice_prompt_dir``, ``sampling``,
+    ``silence_s``, ``device``, ``dtype``); the weights are loaded by
+    :mod:`dyafdb.agents.moshi.personaplex_load` with the fork's configuration and patches. Refused
+    with an InputError, naming the fix: a ``.wav`` voice (encoded through Mimi at prompt time; the
+    released voices are ``.pt``) and ``cpu_offload`` (an engine keeps the model on its device).
+    """
+
+    def __init__(self, params: dict[str, Any], model_name: str = "personaplex", capacity: int = 16):
+        from dyafdb.agents.checkpoints import checkpoint_revision, force_offline_hub, resolve_checkpoint
+        from dyafdb.agents.moshi import personaplex as adapter
+        from dyafdb.agents.moshi import personaplex_load as load
+        from dyafdb.agents.moshi.stack import sampling_params, torch_device, torch_dtype
+        from dyafdb.errors import InputError
+
+        force_offline_hub()
+        _require_stock_moshi(model_name)
+        if params.get("cpu_offload"):
+            raise InputError(f"models.{model_name}.params.cpu_offload: an engine keeps the whole model on its device; "
+                             "remove cpu_offload, or the engine settings to run it in per-job workers")
+        folder = resolve_checkpoint(params, model_name, required=[adapter.MOSHI_NAME, adapter.MIMI_NAME, adapter.TOKENIZER_NAME],
+                                    hint=adapter.HINT)
+        voice_path = adapter.voice_prompt_path(params, model_name, lambda: folder)
+        if voice_path.suffix != ".pt":
+            raise InputError(f"models.{model_name}.params.voice_prompt: {voice_path.name} is not a released .pt voice; the "
+                             "engine replays saved voice embeddings only (use e.g. NATF2.pt from voices.tgz, or remove the "
+                             "engine settings to encode a .wav voice in per-job workers)")
+        sampling = sampling_params(params, model_name)
+        device, dtype = torch_device(params, model_name), torch_dtype(params, model_name)
+        import sentencepiece
+        import torch
+
+        lm, report = load.load_fork_lm(folder / adapter.MOSHI_NAME, device, dtype)
+        load.check_prompt_tokens(lm, folder / adapter.MOSHI_NAME, load.SILENCE_TOKENS, load.SINE_TOKENS)
+        mimi = load.load_fork_mimi(folder / adapter.MIMI_NAME, device)
+        tokenizer = sentencepiece.SentencePieceProcessor(str(folder / adapter.TOKENIZER_NAME))
+        voice = _load_voice(voice_path, lm, device)
+        silence_s = float(params.get("silence_s", 0.5))
+        with torch.no_grad():
+            batched = BatchedPersonaPlex(
+                mimi, lm, tokenizer, capacity, {k: sampling[k] for k in ("use_sampling", "temp", "temp_text", "top_k", "top_k_text")},
+                silence_tokens=load.SILENCE_TOKENS, sine_tokens=load.SINE_TOKENS,
+                audio_silence_frame_cnt=int(silence_s * mimi.frame_rate), device=device)
+        extra = {"checkpoint": str(folder), "checkpoint_revision": checkpoint_revision(folder) or "unknown",
+                 "loader": f"moshi 0.2.13 classes, {load.FORK} configuration", **report}
+        super().__init__(batched, voice, voice_path.name, model_name=model_name, sampling=sampling, extra=extra)
+
+
+def _load_voice(path: Any, lm: Any, device: Any) -> VoicePrompt:
+    """A released voice, checked against the model: embeddings [N, 1, 1, dim], token cache [1, 1 + n_q, positions].
+
+    The fork moves the saved tensors to the device as they are; the embeddings are also cast to the
+    model's dtype (a voice saved in bfloat16 then runs on a float32 model too; equal dtypes are untouched).
+    """
+    from dyafdb.errors import InputError
+
+    try:
+        voice = VoicePrompt.load(str(path), device)
+    except Exception as exc:  # a torch pickle that is not a voice: say which file
+        raise InputError(f"{path}: not a PersonaPlex voice prompt ({type(exc).__name__}: {exc}); "
+                         "use a .pt from voices.tgz of nvidia/personaplex-7b-v1") from None
+    emb, cache = voice.embeddings, voice.cache
+    if emb.dim() != 4 or tuple(emb.shape[1:]) != (1, 1, lm.dim) or cache.dim() != 3 or cache.shape[:2] != (1, lm.num_codebooks):
+        raise InputError(f"{path}: voice prompt shapes embeddings {tuple(emb.shape)} / cache {tuple(cache.shape)} do not fit "
+                         f"this model (expected [N, 1, 1, {lm.dim}] / [1, {lm.num_codebooks}, positions])")
+    return VoicePrompt(emb.to(dtype=next(lm.parameters()).dtype), cache.long())
+
+
+def _require_stock_moshi(model: str) -> None:
+    """The engine steps moshi 0.2.13's batched streaming state, which the fork's package does not have."""
+    from dyafdb.errors import InputError
+
+    try:
+        from moshi.models import LMGen
+    except ImportError as exc:
+        raise InputError(f"model {model}: the PersonaPlex engine needs kyutai's moshi 0.2.13 ({exc}); "
+                         "run it in the environment of envs/moshi.yml") from None
+    if hasattr(LMGen, "step_system_prompts") or not hasattr(LMGen, "set_exec_mask"):
+        raise InputError(f"model {model}: the PersonaPlex engine runs on kyutai's moshi 0.2.13 (batched streaming "
+                         "state), but this environment's `moshi` is NVIDIA's fork; for engine runs point "
+                         f"models.{model}.worker.command at the environment of envs/moshi.yml")
