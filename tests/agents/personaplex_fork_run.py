@@ -8,6 +8,8 @@ fork's ``offline.py``: ``loaders.get_mimi``, ``loaders.get_moshi_lm`` (the fork'
 ``step_system_prompts(mimi)``, ``mimi.reset_streaming()``, then per frame ``mimi.encode`` ->
 ``lm_gen.step`` -> ``mimi.decode`` of the agent's 8 codebooks. Greedy decoding (use_sampling
 false), so the fork's global-RNG sampler draws nothing and the tokens can be compared exactly.
+With ``dump_state`` in the spec it only loads the LM and saves its weights (and names any left on
+the meta device, i.e. never loaded).
 
 The spec swaps the fork's module-level 7B / Mimi configuration and its SILENCE/SINE codes for the
 test's tiny ones, as the tests do for moshi 0.2.13's loader.
@@ -39,9 +41,16 @@ def main(spec_path: str, out_path: str) -> int:
     fork_lm.SINE_TOKENS = np.array(spec["sine"], dtype=np.int64)
     torch.set_num_threads(1)
     with torch.no_grad():
-        mimi = loaders.get_mimi(spec["mimi_path"], "cpu")
         lm = loaders.get_moshi_lm(spec["moshi_path"], device="cpu", dtype=torch.float32)
         lm.eval()
+        if spec.get("dump_state"):  # the weights as the fork's loader (and its patches) left them
+            from safetensors.torch import save_file
+
+            state = lm.state_dict()
+            save_file({k: v.clone() for k, v in state.items() if not v.is_meta}, spec["dump_state"])  # copies share storage
+            print(json.dumps({"meta": sorted(k for k, v in state.items() if v.is_meta)}))
+            return 0
+        mimi = loaders.get_mimi(spec["mimi_path"], "cpu")
         lm_gen = fork_lm.LMGen(lm, device="cpu", use_sampling=False, audio_silence_frame_cnt=spec["silence_frames"],
                                sample_rate=mimi.sample_rate, frame_rate=mimi.frame_rate)
         lm_gen.load_voice_prompt_embeddings(spec["voice"])

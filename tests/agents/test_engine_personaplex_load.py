@@ -231,8 +231,9 @@ def test_a_moshi_initialised_8_step_depformer_is_patched_as_the_fork_does(tmp_pa
     """The fork's get_moshi_lm patches: 8-step depformer attention doubled, steps 8-15 copied from 0-7.
 
     The patches copy depformer_emb 8..14 from 0..6, so depformer_emb.7 (the embedding of agent codebook
-    8 feeding user codebook 1) has no source: a stock Moshi checkpoint would leave it uninitialised in
-    the fork ("Missing"), and is refused here; with that one weight added, the rest is patched.
+    8 feeding user codebook 1) has no source: the fork prints "Missing" and then fails moving the
+    meta tensor (tests/agents/test_personaplex_fork_parity.py); refused here by name. With that one
+    weight added, the rest is patched.
     """
     from safetensors.torch import save_file
 

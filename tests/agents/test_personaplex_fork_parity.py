@@ -77,3 +77,41 @@ def test_the_engine_gives_the_forks_own_tokens(tmp_path, tiny_fork_config):
     assert (fork["tokens"] >= 0).all() and len({tuple(row) for row in fork["tokens"].tolist()}) > TICKS // 2  # not degenerate
     np.testing.assert_array_equal(tokens, fork["tokens"])
     np.testing.assert_allclose(np.concatenate(audio), fork["audio"], rtol=0, atol=1e-4)
+
+
+def run_fork(tmp_path: Path, spec: dict, check: bool = True) -> subprocess.CompletedProcess:
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    env = {**os.environ, "PYTHONPATH": FORK, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("personaplex_fork_run.py")),
+                           str(tmp_path / "spec.json"), str(tmp_path / "fork.npz")], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0 or not check, done.stderr[-4000:]
+    return done
+
+
+def test_the_forks_weight_patches_are_restated_exactly(tmp_path, tiny_fork_config):
+    """A Moshi-initialised 8-step depformer: without depformer_emb.7 (which the patches cannot supply)
+    the fork fails too; with it, the fork's get_moshi_lm and personaplex_load leave the same weights."""
+    from safetensors.torch import load_file, save_file
+    from test_engine_personaplex_load import VOCAB, fused
+
+    torch.manual_seed(4)
+    state = fused(moshi_tiny.build_lm(VOCAB, dep_q=8).state_dict())
+    path = tmp_path / adapter.MOSHI_NAME
+    save_file(state, str(path))
+    spec = {"lm_kwargs": {**load.FORK_LM_KWARGS, "depformer_causal": True}, "mimi": moshi_tiny.tiny_mimi_config(),
+            "silence": list(load.SILENCE_TOKENS), "sine": list(load.SINE_TOKENS), "moshi_path": str(path),
+            "dump_state": str(tmp_path / "fork_state.safetensors")}
+    out = run_fork(tmp_path, {**spec, "mimi_path": None}, check=False)
+    assert out.returncode != 0 and "Missing %s depformer_emb.7.weight" in out.stdout
+    assert "Cannot copy out of meta tensor" in out.stderr  # the fork's model.to() after its strict=False load
+
+    state["depformer_emb.7.weight"] = torch.randn(moshi_tiny.CARD + 1, 32)
+    save_file(state, str(path))
+    out = run_fork(tmp_path, {**spec, "mimi_path": None})
+    assert json.loads(out.stdout.strip().splitlines()[-1])["meta"] == []
+    forks = load_file(str(tmp_path / "fork_state.safetensors"))
+    ours = fused(load.load_fork_lm(path, "cpu", torch.float32)[0].state_dict())
+    assert set(forks) == set(ours)
+    for name in forks:
+        assert torch.equal(forks[name], ours[name]), name

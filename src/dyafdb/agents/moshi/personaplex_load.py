@@ -34,10 +34,16 @@ Where the fork's architecture differs from moshi 0.2.13, and why the load is sti
   per row with exec masks. For one row stepping every tick they compute the same thing; the
   engine relies on the per-row form to host sessions at different positions.
 - *Strictness.* The fork loads with ``strict=False``: a key the model lacks after the patches stays
-  uninitialised (on the meta device) and the fork only prints "Missing"; a shape the patches cannot
-  fix fails inside ``load_state_dict``. Here both are refused with an InputError naming the file,
-  the keys, their shapes and the expected ones, before anything is built. Keys the fork's model does
-  not have are ignored, as the fork ignores them, and counted in the engine's AgentInfo.
+  on the meta device (the fork prints "Missing", then fails in ``model.to`` with "Cannot copy out of
+  meta tensor"); a shape the patches cannot fix fails inside ``load_state_dict``. Here both are
+  refused with an InputError naming the file, the keys, their shapes and the expected ones. Keys the
+  fork's model does not have are ignored, as the fork ignores them, and counted in AgentInfo.
+  (A stock Moshi checkpoint is such a case: the patches copy ``depformer_emb`` 8..14 from 0..6, so
+  ``depformer_emb.7`` has no source.)
+
+Checked against the fork itself (opt-in, tests/agents/test_personaplex_fork_parity.py with the fork's
+source): on a tiny checkpoint in the published layout the fork's loader and this one leave the same
+weights (patches included), and the fork's own prompt phase and LMGen give the engine's tokens.
 - ``cpu_offload`` (the fork's accelerate path for small GPUs) is not re-stated: an engine keeps the
   whole model on its device, so the option is refused rather than ignored.
 """
