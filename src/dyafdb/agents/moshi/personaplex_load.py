@@ -174,7 +174,7 @@ def load_fork_lm(path: Path, device: Any, dtype: Any, lm_kwargs: dict[str, Any] 
     model = LMModel(device="meta", dtype=dtype, **kwargs)
     expected = fork_layout({k: tuple(v.shape) for k, v in model.state_dict().items()})
     try:
-        state = load_file(str(path), device="cpu")
+        state = load_file(str(path), device=str(device))  # straight onto the device, as the fork does
     except (SafetensorError, OSError) as exc:
         raise InputError(f"{path}: cannot read the PersonaPlex weights ({exc}); re-download model.safetensors") from None
     in_file = {k: tuple(v.shape) for k, v in state.items()}
