@@ -159,7 +159,6 @@ def load_fork_lm(path: Path, device: Any, dtype: Any, lm_kwargs: dict[str, Any] 
     Returns the model (eval mode) and a report of what the fork's patches did and which keys were
     ignored. Raises InputError when the weights do not fit the configuration.
     """
-    import torch
     from moshi.models.lm import LMModel
     from safetensors import SafetensorError
     from safetensors.torch import load_file
@@ -182,7 +181,8 @@ def load_fork_lm(path: Path, device: Any, dtype: Any, lm_kwargs: dict[str, Any] 
     missing = sorted(set(expected) - set(state))
     if missing:
         _refuse(path, f"{len(missing)} weight(s) missing after the fork's patches", missing,
-                "The fork would leave them uninitialised; use the published nvidia/personaplex-7b-v1 model.safetensors")
+                "The fork's loader leaves them on the meta device and fails too; use the published "
+                "nvidia/personaplex-7b-v1 model.safetensors")
     wrong = [f"{k} {in_file.get(k, tuple(state[k].shape))} (expected {expected[k]})"
              for k in expected if tuple(state[k].shape) != expected[k]]
     if wrong:
@@ -195,7 +195,7 @@ def load_fork_lm(path: Path, device: Any, dtype: Any, lm_kwargs: dict[str, Any] 
         state[key] = value.to(device=device, dtype=dtype) if value.dtype.is_floating_point else value.to(device)
     # 0.2.13's attention load hook splits the fused projections into its per-step Linears.
     model.load_state_dict(state, strict=True, assign=True)
-    meta = [name for name, p in model.named_parameters() if p.is_meta]
+    meta = [name for name, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
     if meta:  # cannot happen after a strict load; guards against a future load hook that drops keys
         _refuse(path, "parameters left uninitialised", meta, "Report this with the moshi version installed")
     model.eval()
