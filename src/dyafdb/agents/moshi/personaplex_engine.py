@@ -26,7 +26,10 @@ uses. This module re-states the fork's LMGen semantics on that state:
   the still-provided future positions take. Then Mimi is reset for the conversation.
 
 A slot's prompt phase runs when it joins, with only that slot executing (exec mask): the other
-sessions keep their state and wait for it (the engine host holds the model lock during ``open``).
+sessions keep their state and wait for it (the engine host holds the model lock during ``open``):
+on the tiny model a 57-step prompt stalls 8 sessions for 18-25 of their ticks
+(bench/bench_personaplex_prompt.py). Stepping it inside the shared ticks instead needs the tick
+batcher to keep the joining session's frames out until its prompt is done (not done).
 From its first conversation frame on the slot steps in the shared batch.
 
 Reproducible per conversation as :mod:`dyafdb.agents.moshi.engine` states: each slot samples with
