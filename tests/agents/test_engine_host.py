@@ -239,3 +239,9 @@ def test_engine_settings_are_checked_and_commands_derived():
     assert host_command({"worker": {"command": conda}})[-1] == "dyafdb.agents.engine.host"
     with pytest.raises(AgentError, match="cannot derive an engine command"):
         host_command({"worker": {"command": ["my-server", "--port", "1"]}})
+    # PersonaPlex: workers in the fork's environment, the engine in kyutai's moshi environment
+    fork = ["conda", "run", "-n", "dyafdb-personaplex", "python", "-m", "dyafdb.agents.worker"]
+    stock = ["conda", "run", "-n", "dyafdb-moshi", "python", "-m", "dyafdb.agents.engine.host"]
+    assert host_command({"worker": {"command": fork}, "engine": {"command": stock}}) == stock
+    with pytest.raises(AgentError, match=r"engine.command .* does not run -m dyafdb.agents.engine.host"):
+        host_command({"worker": {"command": fork}, "engine": {"command": ["python", "-m", "dyafdb.agents.worker"]}})

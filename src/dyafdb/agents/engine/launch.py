@@ -3,7 +3,7 @@
 A model gets an engine when its config has an ``engine`` section and its adapter has a batched
 model (``dyafdb.agents.engine.models.ENGINES``). Each engine runs where the model's workers would:
 the worker command's ``-m dyafdb.agents.worker`` becomes ``-m dyafdb.agents.engine.host``, with the
-worker's environment; with ``resources.gpus`` it gets the next of the machine's GPUs. The sockets
+worker's environment, unless ``engine.command`` names another; with ``resources.gpus`` it gets the next of the machine's GPUs. The sockets
 go into one short-lived folder, exported as ``DYAFDB_ENGINES`` to the jobs started afterwards
 (record jobs then join the engines instead of loading their own copies; see
 ``dyafdb.agents.engine.client.engine_socket``).
@@ -44,6 +44,15 @@ def engine_models(config: dict[str, Any], models: Iterable[str]) -> list[str]:
 
 
 def host_command(spec: dict[str, Any]) -> list[str]:
+    """``engine.command`` when config gives one, else the worker command running the host module:
+    an engine may need another environment than the model's per-job workers (PersonaPlex's engine
+    runs on kyutai's moshi 0.2.13, its workers on NVIDIA's fork)."""
+    own = (spec.get("engine") or {}).get("command")
+    if own:
+        if HOST_MODULE not in own:
+            raise AgentError(f"engine.command {own!r} does not run -m {HOST_MODULE}; give the engine host's "
+                             f"command line, for example [conda, run, -n, dyafdb-moshi, python, -m, {HOST_MODULE}]")
+        return list(own)
     worker = list((spec.get("worker") or {}).get("command") or [sys.executable, "-m", WORKER_MODULE])
     if WORKER_MODULE not in worker:
         raise AgentError(f"cannot derive an engine command from worker command {worker!r}: it does not run "
