@@ -19,6 +19,7 @@ from dyafdb.cli import main
 from dyafdb.config import validate_config
 from dyafdb.errors import InputError
 from stub_chat_server import StubChat
+from dyafdb.llm.text_backends import make_chat
 
 TASKS = ["T1-1", "T2", "T3-2", "T4-2"]
 
@@ -163,3 +164,50 @@ def test_local_llamacpp_pairing_runs(tmp_path):
     assert len(records[0]["turns"]) == 3 and all(t["text"] for t in records[0]["turns"])
     again = T.generate(cfg, tmp_path, "T1-1", tmp_path / "y.jsonl")
     assert [t["text"] for t in again[0]["turns"]] == [t["text"] for t in records[0]["turns"]]  # seeded
+    # The same conversation after three others in the same process (the speakers' slots then hold
+    # other conversations): the same turns, since a speaker's first request reuses nothing.
+    cfg["text_pairing"]["counterbalance"] = True
+    four = T.generate(cfg, tmp_path, "T1-1", tmp_path / "z.jsonl")  # the last one after the third
+    ts = T.text_settings(cfg)
+    runs = {r.conversation_id: r for r in T.plan(cfg, tmp_path, ts, "T1-1")}
+    scenario = T.scenarios_for(cfg, tmp_path, ts, "T1-1")[0]
+    chats = {m: make_chat(model) for m, model in ts.models.items()}
+    last = four[-1]["conversation_id"]
+    T.converse(runs[four[1]["conversation_id"]], scenario, ts, chats)  # now after the second instead
+    again_last = T.converse(runs[last], scenario, ts, chats)
+    assert [t["text"] for t in again_last] == [t["text"] for t in four[-1]["turns"]]
+
+
+def test_each_speaker_reuses_only_its_own_slot_and_never_on_its_first_turn(tmp_path):
+    """A local model keeps each speaker's history computed in a slot of its own; the first request of
+    a speaker in a conversation recomputes everything, so no conversation reuses another's numbers."""
+    cfg = _project(tmp_path, "http://unused")
+    ts = T.text_settings(cfg)
+    run = T.plan(cfg, tmp_path, ts, "T1-1")[0]
+    scenario = T.scenarios_for(cfg, tmp_path, ts, "T1-1")[0]
+    calls = []
+
+    class Recording:
+        def reply(self, messages, seed, slot=None, reuse=False):
+            calls.append((slot, reuse))
+            return "Fine by me."
+
+    T.converse(run, scenario, ts, {m: Recording() for m in ts.models})
+    opener, other = "ab".index(run.opener), 1 - "ab".index(run.opener)
+    assert calls[:4] == [(opener, False), (other, False), (opener, True), (other, True)]
+    assert all(reuse for _, reuse in calls[2:])
+
+
+def test_llamacpp_request_body_takes_the_slot_and_its_reuse():
+    from dyafdb.llm.base import LLMError, ModelSpec, Request
+    from dyafdb.llm.llamacpp import LlamaCppClient
+
+    client = LlamaCppClient.__new__(LlamaCppClient)  # no model load: only the body is built
+    client.spec = ModelSpec(name="s", backend="llamacpp", prompt_cache=False, slots=2)
+    msgs = [{"role": "user", "content": "hi"}]
+    assert client.request_body(Request(msgs))["cache_prompt"] is False
+    first, later = (client.request_body(Request(msgs, slot=1, reuse=r)) for r in (False, True))
+    assert (first["id_slot"], first["cache_prompt"]) == (1, False)
+    assert (later["id_slot"], later["cache_prompt"]) == (1, True)
+    with pytest.raises(LLMError, match="KV slot 2 asked for, the server has 2"):
+        client.request_body(Request(msgs, slot=2))

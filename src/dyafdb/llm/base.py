@@ -81,6 +81,7 @@ class ModelSpec:
     threads: int = 2
     seed: int | None = None
     prompt_cache: bool = True
+    slots: int = 1  # llama.cpp: private KV caches of n_ctx tokens each (Request.slot)
 
     @property
     def what(self) -> str:
@@ -103,6 +104,11 @@ class Request:
     messages: list[dict[str, str]]
     grammar: str | None = None
     seed: int | None = None
+    # A local server's private KV slot for one speaker of one conversation, and whether the request
+    # may reuse what that slot holds (the speaker's previous request). The first request of a
+    # conversation must not, so a conversation's numbers depend on it alone; HTTP APIs ignore both.
+    slot: int | None = None
+    reuse: bool = False
 
 
 @dataclass

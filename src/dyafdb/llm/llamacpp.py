@@ -16,7 +16,7 @@ from dyafdb.llm.base import Client, LLMError, ModelSpec, Reply, Request
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
-_SERVERS: dict[tuple[str, int, int], Any] = {}
+_SERVERS: dict[tuple[str, int, int, int], Any] = {}
 # One llama.cpp context serves one request at a time; callers hold this around each request.
 SERVER_LOCK = threading.RLock()
 
@@ -38,15 +38,20 @@ def require_xllamacpp(what: str) -> None:
         raise InputError(f"{what} needs xllamacpp (pip install 'dyafdb[cpu-agent]')") from None
 
 
-def shared_server(path: Path, n_ctx: int, threads: int) -> Any:
-    key = (str(path), n_ctx, threads)
+def shared_server(path: Path, n_ctx: int, threads: int, slots: int = 1) -> Any:
+    """One llama.cpp server per (file, context, threads, slots) in this process; with several slots
+    each has its own KV cache of ``n_ctx`` tokens (not one cache shared by all)."""
+    key = (str(path), n_ctx, threads, slots)
     with SERVER_LOCK:
         if key not in _SERVERS:
             import xllamacpp as xlc
 
             params = xlc.CommonParams()
             params.model.path = str(path)
-            params.n_ctx = n_ctx
+            params.n_ctx = n_ctx * slots
+            if slots > 1:
+                params.n_parallel = slots
+                params.kv_unified = False
             params.cpuparams.n_threads = threads
             params.cpuparams_batch.n_threads = threads
             params.verbosity = 0
@@ -70,13 +75,18 @@ class LlamaCppClient(Client):
                                 "seed": request.seed if request.seed is not None else (self.spec.seed or 0)}
         if request.grammar:
             body["grammar"] = request.grammar
-        if not self.spec.prompt_cache:
+        if request.slot is not None:
+            if not 0 <= request.slot < self.spec.slots:
+                raise LLMError(f"{self.spec.what}: KV slot {request.slot} asked for, the server has {self.spec.slots}")
+            body["id_slot"] = request.slot
+            body["cache_prompt"] = request.reuse
+        elif not self.spec.prompt_cache:
             body["cache_prompt"] = False
         return body
 
     def _complete_sync(self, request: Request) -> Reply:
         with SERVER_LOCK:  # one llama.cpp context: requests take turns
-            data = shared_server(self.path, self.spec.n_ctx, self.spec.threads).handle_chat_completions(
+            data = shared_server(self.path, self.spec.n_ctx, self.spec.threads, self.spec.slots).handle_chat_completions(
                 self.request_body(request))
         try:
             message = data["choices"][0]["message"]

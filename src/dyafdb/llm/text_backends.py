@@ -61,15 +61,20 @@ def clean_reply(text: str, names: tuple[str, ...] = ()) -> str:
     return " ".join(text.split())
 
 
+SPEAKER_SLOTS = 2  # one KV slot per speaker of a text conversation
+
+
 def model_spec(model: TextModel) -> ModelSpec:
-    # no prompt cache: a reused prefix changes the floating-point path, and with it the sampled
-    # tokens, so the same seed would not give the same conversation twice
+    # No shared prompt cache: a prefix reused from another conversation changes the floating-point
+    # path, and with it the sampled tokens, so the same seed would not give the same conversation
+    # twice. Each speaker of a conversation has a slot of its own instead (Chat.reply), which reuses
+    # only that speaker's previous request: a turn then computes what is new, not the whole history.
     return ModelSpec(name=model.name, backend=model.backend,
                      model=model.model or ("local GGUF" if model.backend == "llamacpp" else ""), kind="text model",
                      config_key=f"text_pairing.models.{model.name}", base_url=model.base_url,
                      api_key_env=model.api_key_env, max_tokens=model.max_tokens, temperature=model.temperature,
                      extra_body=dict(model.extra_body), model_path=model.model_path, n_ctx=model.n_ctx,
-                     threads=model.threads, prompt_cache=False)
+                     threads=model.threads, prompt_cache=False, slots=SPEAKER_SLOTS)
 
 
 class Chat:
@@ -81,8 +86,10 @@ class Chat:
         self.client = SyncClient(model_spec(model), RetryPolicy(max_retries=model.max_retries, backoff_s=1.0,
                                                                 max_backoff_s=30.0, timeout_s=model.timeout_s))
 
-    def reply(self, messages: list[dict[str, str]], seed: int) -> str:
-        return self.client.complete(Request(messages, seed=seed)).text
+    def reply(self, messages: list[dict[str, str]], seed: int, slot: int | None = None, reuse: bool = False) -> str:
+        """The next turn; ``slot`` (0 or 1, one per speaker) and ``reuse`` (not on a speaker's first
+        turn of a conversation) let a local model keep the speaker's history computed."""
+        return self.client.complete(Request(messages, seed=seed, slot=slot, reuse=reuse)).text
 
     def close(self) -> None:
         self.client.close()

@@ -150,7 +150,8 @@ def converse(run: TextRun, scenario: Scenario, ts: TextSettings, chats: Mapping[
             messages.append({"role": "user", "content": ts.kickoff})
         for t in turns:
             messages.append({"role": "assistant" if t["side"] == side else "user", "content": t["text"] or "..."})
-        raw = chats[model_of[side]].reply(messages, seed=(run.seed + len(turns)) % (2 ** 31))
+        raw = chats[model_of[side]].reply(messages, seed=(run.seed + len(turns)) % (2 ** 31), slot="ab".index(side),
+                                          reuse=any(t["side"] == side for t in turns))
         text = clean_reply(raw, names[side])
         said = text.split()
         if words + len(said) > ts.word_budget:
