@@ -33,6 +33,25 @@ def stage_of(path: Path, root: Path) -> str:
     return parts[0] if len(parts) > 1 else path.stem
 
 
+def print_timeline(spans: list[tuple[float, float, str]], wall: float, cores: int, step: float = 60.0) -> None:
+    """Jobs running per minute and the stages they belong to, from each job's end (its benchmark
+    file's time) and duration: where the cores sat idle, and which stage ran alone at the end."""
+    busy = sum(end - start for start, end, _ in spans)
+    print(f"cores busy {busy / (cores * wall):.0%} of {cores} x {wall:.0f} s "
+          f"(idle core-seconds outside jobs: {cores * wall - busy:.0f}; Snakemake's own start-up and planning included)")
+    print(f"{'minute':>6}{'jobs running':>14}  stages (share of the minute)")
+    t = 0.0
+    while t < wall:
+        share: dict[str, float] = defaultdict(float)
+        for start, end, stage in spans:
+            overlap = min(end, t + step) - max(start, t)
+            if overlap > 0:
+                share[stage] += overlap / step
+        mix = ", ".join(f"{k} {v:.1f}" for k, v in sorted(share.items(), key=lambda kv: -kv[1]))
+        print(f"{t / 60:>6.0f}{sum(share.values()):>14.2f}  {mix}")
+        t += step
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", type=Path, help="run in this folder and keep it (default: a temporary one)")
@@ -46,7 +65,7 @@ def main() -> None:
            "--profile", "profiles/demo", "--quiet", "all"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     print(f"demo in {scratch} on {os.cpu_count()} CPUs, load average before {os.getloadavg()[0]:.1f}", flush=True)
-    t0 = time.perf_counter()
+    t0, started = time.perf_counter(), time.time()
     done = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if done.returncode:
@@ -55,18 +74,23 @@ def main() -> None:
     demo = Results(str(scratch / "results" / "demo"))
     report = Path(demo.report)
     per_rule: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    spans: list[tuple[float, float, str]] = []
     bench_root = Path(demo.benchmark_dir())
     for path in bench_root.rglob("*.tsv"):
         with open(path) as fh:
             row = next(csv.DictReader(fh, delimiter="\t"))
-        stats = per_rule[stage_of(path, bench_root)]
+        stage = stage_of(path, bench_root)
+        stats = per_rule[stage]
         stats[0] += 1
         stats[1] += float(row["s"])
         stats[2] += float(row.get("cpu_time") or 0)
+        end = path.stat().st_mtime - started  # Snakemake writes the file when the job ends
+        spans.append((end - float(row["s"]), end, stage))
     print(f"demo: {wall / 60:.1f} min wall ({wall:.0f} s); report {'written' if report.exists() else 'MISSING'}")
     print(f"{'stage':<22}{'jobs':>6}{'job wall s':>12}{'job CPU s':>11}")
     for stage, (n, s, cpu) in sorted(per_rule.items(), key=lambda kv: -kv[1][1]):
         print(f"{stage:<22}{n:>6}{s:>12.0f}{cpu:>11.0f}")
+    print_timeline(spans, wall, os.cpu_count() or 1)
     if not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)
 
