@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 from dyafdb.agents.base import AgentInfo, Frame, Session
 from dyafdb.agents.cascade.policy import PRESETS, parse_policy
-from dyafdb.agents.cascade.text import build_messages, clean_reply
+from dyafdb.agents.cascade.text import build_messages, clean_reply, reply_settled
 from dyafdb.clock import FRAME_SAMPLES
 from dyafdb.errors import InputError
 
@@ -121,6 +121,43 @@ def test_replies_are_trimmed_to_sayable_whole_sentences():
     assert clean_reply("(laughs)", 2) == ""
 
 
+SETTLE_CASES = [
+    'Sam: (smiles) Sure, we have a table at eight! It is by the window. And the "chef" is *waving* also',
+    "Hello there. How are you... I am fine.. really. Yes",
+    "Okay (this part is long. it has dots. and more) then. Fine. Next",
+    "Bob\nAlice: Hi. Bye. Then",
+    "Sure thing: we close at ten. Or eleven. Maybe",
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty twentyone twentytwo twentythree twentyfour twentyfive twentysix more.",
+    "*laughs* Well. I do. Not",
+    "I'm here. You're there! [pause] We go?",
+    "Price is 3.5 dollars. Or 4.25. Deal",
+    "Thanks.<br> Sure. Fine",
+]
+
+
+@pytest.mark.parametrize("full", SETTLE_CASES)
+@pytest.mark.parametrize("limits", [(2, 25), (1, 25), (2, 10)])
+def test_a_reply_stops_only_where_no_later_text_could_change_what_is_said(full, limits):
+    """The model stops generating at the first prefix that reply_settled accepts: for every prefix it
+    accepts, the sayable reply is the one the whole completion gives, whatever follows."""
+    sentences, words = limits
+    stopped = [n for n in range(1, len(full) + 1) if reply_settled(full[:n], sentences, words)]
+    for n in stopped:
+        for tail in ("", full[n:], ". And more", ") closing", ": tag", "...", "\nSam: next line"):
+            assert clean_reply(full[:n] + tail, sentences, words) == clean_reply(full[:n], sentences, words), (full[:n], tail)
+
+
+def test_reply_settled_waits_for_open_brackets_tags_and_trailing_dots():
+    assert not reply_settled("Fine. Good (and", 2)  # a later ')' would cut back into it
+    assert not reply_settled("Fine. Good.", 2)  # '..' could still extend the second sentence
+    assert reply_settled("Fine, thanks. Good. W", 2)
+    # a short line of name characters may still turn into a speaker tag: "Fine. Good. Wow: hi" says "hi."
+    assert not reply_settled("Fine. Good. W", 2) and clean_reply("Fine. Good. Wow: hi", 2) == "hi."
+    assert not reply_settled("Sam", 2)  # may still become the speaker tag "Sam: "
+    assert reply_settled(" ".join(["word"] * 26), 2, 25) and not reply_settled(" ".join(["word"] * 25), 2, 25)
+
+
 def test_history_becomes_alternating_chat_turns_under_the_system_prompt():
     history = [("self", "Hello."), ("partner", "Hi."), ("partner", "A table?"), ("self", "Yes.")]
     msgs = build_messages("SYS", history, limit=16, cue="(go on)")
@@ -220,6 +257,36 @@ def test_agent_answers_a_spoken_question_after_it_ends_in_speech_it_also_writes(
     # ... and another seed gives another conversation.
     other = _answer_question(cascade, question, seed=7, ticks=ticks)
     assert not np.array_equal(other.audio, rec.audio)
+    # Generation stops once the reply is settled (reply_settled): letting it run to max_tokens, as
+    # before, samples the same tokens and so says the same, with no cut-off tokens generated.
+    generated: list[str] = []
+    full_chat = type(models).chat
+
+    def full_length(self, *args, **kwargs):
+        kwargs.pop("settled", None)
+        raw = full_chat(self, *args[:9], **kwargs)
+        generated.append(raw)
+        return raw
+
+    cascade.models.chat = full_length.__get__(cascade.models)
+    try:
+        uncut = _answer_question(cascade, question, seed=4242, ticks=ticks)
+    finally:
+        del cascade.models.chat
+    assert np.array_equal(uncut.audio, rec.audio)
+    assert [(t.tick, t.text) for t in uncut.tokens] == [(t.tick, t.text) for t in rec.tokens]
+    assert generated  # the full-length path did run
+
+
+@needs_models
+@pytest.mark.slow
+def test_generation_stops_at_the_settled_point_with_the_reply_unchanged(models):
+    messages = build_messages(f"{SITUATION}\n\n{HOST}", [("partner", "Hello, what is on the menu tonight?")], 16)
+    args = (messages, 99, 40, 0.5, 0.9, 40, 1.2)
+    full = models.chat(*args)
+    cut = models.chat(*args, settled=lambda raw: reply_settled(raw, 1))
+    assert full.startswith(cut) and len(cut) < len(full), (cut, full)
+    assert clean_reply(cut, 1) == clean_reply(full, 1)
 
 
 @needs_models

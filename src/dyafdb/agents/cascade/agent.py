@@ -31,7 +31,7 @@ from dyafdb.agents.base import AgentInfo, Frame, Session
 from dyafdb.agents.cascade.listen import NEVER, Listener
 from dyafdb.agents.cascade.models import VOICE_NAME, Speech, get_models, package_versions
 from dyafdb.agents.cascade.policy import Policy, parse_policy
-from dyafdb.agents.cascade.text import (FALLBACKS, IDLE_CUE, OPENING_CUE, build_messages, clean_reply,
+from dyafdb.agents.cascade.text import (FALLBACKS, IDLE_CUE, OPENING_CUE, build_messages, clean_reply, reply_settled,
                                         system_prompt, word_count)
 from dyafdb.clock import FRAME_SAMPLES
 from dyafdb.agents.registry import adapter
@@ -257,9 +257,12 @@ class CascadeAgent:
         self.requests += 1
         seed = (self.session.seed * 1_000_003 + self.requests) & 0x7FFFFFFF
         raw = self._timed(self.models.chat, messages, seed, p.max_tokens, p.temperature, p.top_p, p.top_k,
-                          p.repeat_penalty, self.llm_slot, self.requests > 1)
+                          p.repeat_penalty, self.llm_slot, self.requests > 1, self._settled)
         text = clean_reply(raw, p.max_sentences, p.max_words)
         return text or FALLBACKS[int(self.rng.integers(len(FALLBACKS)))]
+
+    def _settled(self, raw: str) -> bool:
+        return reply_settled(raw, self.policy.max_sentences, self.policy.max_words)
 
     def _timed(self, fn: Any, *args: Any) -> Any:
         start = time.perf_counter()

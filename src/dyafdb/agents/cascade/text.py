@@ -69,5 +69,34 @@ def clean_reply(raw: str, max_sentences: int, max_words: int = 25) -> str:
     return out if out[-1] in ".!?" else out.rstrip(",;:-") + "."
 
 
+_OPENERS = re.compile(r"[(\[{*<]")
+_OPEN_TAG = re.compile(r"\s*[A-Z][\w .'-]{0,30}:?")
+
+
+def reply_settled(raw: str, max_sentences: int, max_words: int = 25) -> bool:
+    """Whether no continuation of ``raw`` can change ``clean_reply(raw, ...)``, so the model may stop.
+
+    True once the kept part is closed off: no bracket left open (a later close would cut back into
+    it), the last line cannot still become a speaker tag, and either ``max_sentences`` complete
+    sentences are followed by more text (a later "." would extend the last one's punctuation) or the
+    first sentence alone has more than ``max_words`` words (the word cap cuts inside it).
+    """
+    text = _BRACKETED.sub(" ", raw)
+    if _OPENERS.search(text):
+        return False
+    if not text.endswith(("\n", "\r")):
+        last = text.splitlines()[-1] if text else ""
+        if _OPEN_TAG.fullmatch(last):
+            return False
+    lines = [_SPEAKER_TAG.sub("", line) for line in text.splitlines()]
+    text = " ".join(line.strip() for line in lines if line.strip())
+    text = " ".join(_UNSAYABLE.sub(" ", text.replace("\u2019", "'")).split())
+    found = [m for m in _SENTENCE.finditer(text) if re.search(r"[A-Za-z0-9]", m.group())]
+    if found and len(found[0].group().split()) > max_words:
+        return True
+    complete = [m for m in found if m.group()[-1] in ".!?"]
+    return len(complete) >= max_sentences and complete[max_sentences - 1].end() < len(text)
+
+
 def word_count(text: str) -> int:
     return len(text.split())
