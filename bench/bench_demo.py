@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -91,6 +92,11 @@ def main() -> None:
     for stage, (n, s, cpu) in sorted(per_rule.items(), key=lambda kv: -kv[1][1]):
         print(f"{stage:<22}{n:>6}{s:>12.0f}{cpu:>11.0f}")
     print_timeline(spans, wall, os.cpu_count() or 1)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total_cpu = usage.ru_utime + usage.ru_stime
+    job_cpu = sum(cpu for _, _, cpu in per_rule.values())
+    print(f"CPU of Snakemake and every job together: {total_cpu:.0f} s (jobs' benchmark files: {job_cpu:.0f} s; "
+          f"the rest is Snakemake's own work and what the jobs' sampling missed)")
     if not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)
 
