@@ -279,6 +279,23 @@ def test_agent_answers_a_spoken_question_after_it_ends_in_speech_it_also_writes(
 
 
 @needs_models
+def test_agents_give_their_llm_slot_back_when_shut_down(models):
+    from dyafdb.agents.cascade.agent import CascadeAgent
+
+    models._claimed.clear()  # the module's earlier tests leave agents that are never shut down
+    first = [CascadeAgent({"variant": "polite"}, "m") for _ in range(models.llm_slots)]
+    assert sorted(a.llm_slot for a in first) == list(range(models.llm_slots))
+    assert CascadeAgent({"variant": "polite"}, "m").llm_slot is None  # all taken
+    for agent in first:
+        agent.shutdown()
+    # a second pool in the same process (a second `record` call) gets private slots again
+    again = [CascadeAgent({"variant": "eager"}, "m") for _ in range(models.llm_slots)]
+    assert sorted(a.llm_slot for a in again) == list(range(models.llm_slots))
+    for agent in again:
+        agent.shutdown()
+
+
+@needs_models
 @pytest.mark.slow
 def test_generation_stops_at_the_settled_point_with_the_reply_unchanged(models):
     messages = build_messages(f"{SITUATION}\n\n{HOST}", [("partner", "Hello, what is on the menu tonight?")], 16)

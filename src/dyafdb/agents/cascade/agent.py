@@ -128,6 +128,11 @@ class CascadeAgent:
         self.playing = self.due = None
         self.history = []
 
+    def shutdown(self) -> None:
+        """The pool is done with this agent: its LLM slot goes back to the shared models."""
+        self.models.release_slot(self.llm_slot)
+        self.llm_slot = None
+
     # -- speaking --------------------------------------------------------------------------
     def _while_speaking(self, voiced: bool) -> None:
         assert self.playing is not None

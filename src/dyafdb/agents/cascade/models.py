@@ -98,7 +98,7 @@ class Models:
     llm: Any
     asr_tokenizer: Any
     llm_slots: int
-    _slots_claimed: int = 0
+    _claimed: set[int] = field(default_factory=set)
     locks: dict[str, threading.Lock] = field(default_factory=lambda: {k: threading.Lock() for k in ("tts", "asr", "llm")})
 
     # -- speech out --------------------------------------------------------------------------
@@ -150,12 +150,20 @@ class Models:
         return " ".join(text.split())
 
     def claim_slot(self) -> int | None:
-        """A private LLM slot (its own KV cache) for one agent instance; None once all are taken."""
+        """A private LLM slot (its own KV cache) for one agent instance, the lowest free one; None
+        once all are taken (the agent then asks without a slot and reuses nothing)."""
         with self.locks["llm"]:
-            if self._slots_claimed >= self.llm_slots:
+            free = [s for s in range(self.llm_slots) if s not in self._claimed]
+            if not free:
                 return None
-            self._slots_claimed += 1
-            return self._slots_claimed - 1
+            self._claimed.add(free[0])
+            return free[0]
+
+    def release_slot(self, slot: int | None) -> None:
+        """Give a slot back when its agent is shut down: agents built later in the same process (a
+        second record call, a test module) then get slots again and record as they would alone."""
+        with self.locks["llm"]:
+            self._claimed.discard(slot)
 
     def chat(self, messages: list[dict[str, str]], seed: int, max_tokens: int, temperature: float,
              top_p: float, top_k: int, repeat_penalty: float, slot: int | None = None, reuse: bool = False,

@@ -1,0 +1,105 @@
+"""What the local SmolLM2 calls cost, measured side by side in one run (one llama.cpp thread each):
+
+    python bench/bench_local_llm.py [--archetype T1-1] [--conversations 2]
+
+1. Text pairing (Appendix E, the demo's two SmolLM2 settings): one archetype's text conversations
+   generated with each speaker in a KV slot of its own (reused from its second turn on) and, for
+   comparison, with every turn's whole history computed again (the code before). Prints the wall and
+   CPU seconds of each and whether the turns are identical run to run.
+2. The embedded CPU agent's replies: the first demo conversations of the archetype recorded in one
+   process with generation stopped once the reply is settled (``reply_settled``) and then run to
+   ``max_tokens`` as before; prints both times and whether audio and text are bit-identical.
+
+Run it from the repository root with the demo's config; it writes only into a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def timed(fn, *args, **kwargs):
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def text_pairing(config: dict, root: Path, archetype: str, tmp: Path) -> None:
+    import dyafdb.llm.text_backends as backends
+    from dyafdb.text_pairing.pairing import generate
+
+    own_slots, w1, c1 = timed(generate, config, root, archetype, tmp / "slots.jsonl", log=open(os.devnull, "w"))
+    again, _, _ = timed(generate, config, root, archetype, tmp / "again.jsonl", log=open(os.devnull, "w"))
+    reply = backends.Chat.reply
+    backends.Chat.reply = lambda self, messages, seed, slot=None, reuse=False: reply(self, messages, seed)
+    try:
+        whole, w2, c2 = timed(generate, config, root, archetype, tmp / "whole.jsonl", log=open(os.devnull, "w"))
+    finally:
+        backends.Chat.reply = reply
+    turns = sum(len(r["turns"]) for r in own_slots)
+    same = [[t["text"] for t in r["turns"]] for r in own_slots] == [[t["text"] for t in r["turns"]] for r in again]
+    print(f"text pairing {archetype}: {len(own_slots)} conversation(s), {turns} turns")
+    print(f"  speaker slots (now):        {w1:6.1f} s wall {c1:6.1f} s CPU; the same turns when run again: {same}")
+    print(f"  whole history every turn:   {w2:6.1f} s wall {c2:6.1f} s CPU  (ratio now/before {w1 / w2:.2f})")
+    del whole
+
+
+def agent_replies(config: dict, root: Path, archetype: str, count: int, tmp: Path) -> None:
+    from dyafdb.agents.cascade import models as cascade_models
+    from dyafdb.cli import main
+    from dyafdb.suite.design import build_design
+
+    rows = [r for r in build_design(config, root) if r.archetype == archetype and r.suite == "demo"][:count]
+    ids = [arg for r in rows for arg in ("--id", r.conversation_id)]
+
+    def record(out: Path) -> None:
+        sys.argv = ["dyafdb", "record", "-c", str(root / "config/demo.yaml"), *ids, "--no-progress", "--out", str(out)]
+        try:
+            main()
+        except SystemExit as exc:
+            if exc.code:
+                raise
+
+    def fresh_record(out: Path) -> None:
+        cascade_models._speak_cached.cache_clear()  # Piper's output is cached per text: start each run cold
+        record(out)
+
+    cascade_models.get_models(1)  # load once beforehand, so neither run pays it
+    _, w1, c1 = timed(fresh_record, tmp / "settled")
+    chat = cascade_models.Models.chat
+    cascade_models.Models.chat = lambda self, *a, settled=None, **k: chat(self, *a[:9], **k)
+    try:
+        _, w2, c2 = timed(fresh_record, tmp / "full")
+    finally:
+        cascade_models.Models.chat = chat
+    same = all((tmp / "settled" / p.relative_to(tmp / "full")).read_bytes() == p.read_bytes()
+               for p in (tmp / "full").rglob("*") if p.name in ("audio.wav", "text.jsonl"))
+    print(f"agent replies, {len(rows)} demo conversation(s) of {archetype} in one process:")
+    print(f"  stop when settled (now):    {w1:6.1f} s wall {c1:6.1f} s CPU")
+    print(f"  run to max_tokens (before): {w2:6.1f} s wall {c2:6.1f} s CPU  (ratio now/before {w1 / w2:.2f}); "
+          f"audio and text bit-identical: {same}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--archetype", default="T1-1")
+    parser.add_argument("--conversations", type=int, default=3)
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from dyafdb.config import load_config
+
+    config = load_config(REPO / "config/demo.yaml")
+    with tempfile.TemporaryDirectory(prefix="dyafdb-llm-") as tmp:
+        text_pairing(config, REPO, args.archetype, Path(tmp))
+        agent_replies(config, REPO, args.archetype, args.conversations, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
