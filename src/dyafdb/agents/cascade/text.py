@@ -52,13 +52,17 @@ def build_messages(system: str, history: list[tuple[str, str]], limit: int, cue:
     return [{"role": "system", "content": system}, *turns]
 
 
-def clean_reply(raw: str, max_sentences: int, max_words: int = 25) -> str:
-    """The sayable part of a completion: no brackets, tags or symbols; whole sentences only."""
-    text = _BRACKETED.sub(" ", raw)
-    lines = [_SPEAKER_TAG.sub("", line) for line in text.splitlines()]
+def _sayable(unbracketed: str) -> str:
+    """Text without bracketed parts (already removed), speaker tags, line breaks or symbols."""
+    lines = [_SPEAKER_TAG.sub("", line) for line in unbracketed.splitlines()]
     text = " ".join(line.strip() for line in lines if line.strip())
     text = _UNSAYABLE.sub(" ", text.replace("\u2019", "'"))
-    text = " ".join(text.split())
+    return " ".join(text.split())
+
+
+def clean_reply(raw: str, max_sentences: int, max_words: int = 25) -> str:
+    """The sayable part of a completion: no brackets, tags or symbols; whole sentences only."""
+    text = _sayable(_BRACKETED.sub(" ", raw))
     sentences = [s.strip() for s in _SENTENCE.findall(text) if re.search(r"[A-Za-z0-9]", s)]
     complete = [s for s in sentences if s[-1] in ".!?"]
     kept = (complete or sentences)[:max_sentences]
@@ -88,9 +92,7 @@ def reply_settled(raw: str, max_sentences: int, max_words: int = 25) -> bool:
         last = text.splitlines()[-1] if text else ""
         if _OPEN_TAG.fullmatch(last):
             return False
-    lines = [_SPEAKER_TAG.sub("", line) for line in text.splitlines()]
-    text = " ".join(line.strip() for line in lines if line.strip())
-    text = " ".join(_UNSAYABLE.sub(" ", text.replace("\u2019", "'")).split())
+    text = _sayable(text)
     found = [m for m in _SENTENCE.finditer(text) if re.search(r"[A-Za-z0-9]", m.group())]
     if found and len(found[0].group().split()) > max_words:
         return True
