@@ -82,7 +82,9 @@ _COMMON: dict[str, Any] = {
     "volume": 0.8, "sentence_gap_s": 0.8,
     "yield_after_s": 0.64, "overlap_backchannel_s": 1.0,
     "backchannel_after_s": 1.6, "backchannel_gap_s": 2.4, "backchannel_pause_s": 0.16,
-    "backchannels": ("Mhm.", "Uh-huh.", "Yeah."), "backchannel_length_scale": 0.8,
+    # Spelled as Piper voices them: it reads "Mhm." as the letters M-H-M and "Uh-huh." as "uh" (the
+    # audio-health speech-text WER found it; tests/agents/test_cascade_agent.py checks each one).
+    "backchannels": ("Uh huh.", "Right.", "Yeah."), "backchannel_length_scale": 0.8,
     "barge_in_probability": 1.0,
     "max_tokens": 40, "temperature": 0.5, "top_p": 0.9, "top_k": 40, "repeat_penalty": 1.2,
     "max_sentences": 2, "max_words": 25, "history_messages": 16, "threads": 1,
@@ -134,6 +136,6 @@ def parse_policy(params: dict[str, Any], model_name: str) -> Policy:
         raise InputError(f"{where}: vad_end_rms ({values['vad_end_rms']}) must not exceed vad_start_rms ({values['vad_start_rms']})")
     bcs = values["backchannels"]
     if isinstance(bcs, str) or not bcs or not all(isinstance(b, str) and b.strip() for b in bcs):
-        raise InputError(f"{where}.backchannels = {bcs!r}; expected a non-empty list of short phrases, e.g. [Mm-hm.]")
+        raise InputError(f"{where}.backchannels = {bcs!r}; expected a non-empty list of short phrases, e.g. [Uh huh., Right.]")
     values["backchannels"] = tuple(bcs)
     return Policy(**{k: values[k] for k in (f.name for f in fields(Policy))})
