@@ -300,7 +300,7 @@ def test_every_preset_backchannel_is_heard_as_the_words_it_writes(models):
 def test_agents_give_their_llm_slot_back_when_shut_down(models):
     from dyafdb.agents.cascade.agent import CascadeAgent
 
-    models._claimed.clear()  # the module's earlier tests leave agents that are never shut down
+    models.llm.claimed.clear()  # the module's earlier tests leave agents that are never shut down
     first = [CascadeAgent({"variant": "polite"}, "m") for _ in range(models.llm_slots)]
     assert sorted(a.llm_slot for a in first) == list(range(models.llm_slots))
     assert CascadeAgent({"variant": "polite"}, "m").llm_slot is None  # all taken

