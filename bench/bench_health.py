@@ -104,7 +104,7 @@ def components(rec: Recording, repeats: int) -> dict[str, float]:
                           repeats, "asr")
     no_asr = HealthParams(asr=False)
     out["health_no_asr"], _ = timed(lambda: measure_health(rec, segments, turn_ends, no_asr, {}), repeats, "no_asr")
-    out["health"], doc = timed(lambda: measure_health(rec, segments, turn_ends, HealthParams(), {}, None, whisper),
+    out["health"], doc = timed(lambda: measure_health(rec, segments, turn_ends, HealthParams(), {}, whisper),
                                repeats, "health")
     out["values"] = doc["values"]
     return out
@@ -149,7 +149,7 @@ def main() -> int:
             added = CPU["health"] + c["whisper_load"]
             print(f"  demo projection: {DEMO_CONVERSATIONS} conversations x {added:.2f} CPU s = {DEMO_CONVERSATIONS * added:.0f} "
                   f"CPU s, about {DEMO_CONVERSATIONS * added / CORES:.0f} s of wall time on {CORES} cores "
-                  "(fewer: Whisper is skipped on sides the garble watcher already transcribed)")
+                  "(fewer: Whisper is skipped on sides that wrote no text)")
     with_asr = [score_process(long, True) for _ in range(2)]
     without = [score_process(long, False) for _ in range(2)]
     print(f"one `dyafdb score` process, 60 s conversation: {min(with_asr):.2f} s with health, "

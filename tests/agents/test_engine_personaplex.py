@@ -17,6 +17,7 @@ pytest.importorskip("sentencepiece")
 torch = pytest.importorskip("torch")
 
 import moshi_tiny  # noqa: E402
+from engine_plan import run_plan  # noqa: E402
 from personaplex_fork import ForkLMGen, build_fork_stack  # noqa: E402
 
 from dyafdb.agents.moshi.personaplex import wrap_with_system_tags  # noqa: E402
@@ -62,31 +63,10 @@ def run(model, capacity: int, plan: dict[str, list[int]]) -> dict:
     """Step each conversation on the global ticks its plan lists; returns per side tokens and audio."""
     tok, voice = model[2], model[3]
     engine = make_engine(model, capacity)
+    join = lambda c, s: engine.join(seed_of(c, s), text_prompt_tokens=tok.encode(wrap_with_system_tags(ROLES[s])),  # noqa: E731
+                                    voice=voice)
     try:
-        slots: dict[tuple[str, str], int] = {}
-        heard: dict[tuple[str, str], np.ndarray] = {}
-        got = {c: {s: {"tokens": [], "audio": [], "text": []} for s in "ab"} for c in plan}
-        for t in range(max(max(p) for p in plan.values()) + 1):
-            for c, ticks in plan.items():
-                if t == ticks[0]:
-                    for s in "ab":
-                        prompt = tok.encode(wrap_with_system_tags(ROLES[s]))
-                        slots[(c, s)] = engine.join(seed_of(c, s), text_prompt_tokens=prompt, voice=voice)
-                        heard[(c, s)] = np.zeros(1920, np.float32)
-            stepping = [c for c, ticks in plan.items() if t in ticks]
-            frames = engine.step({slots[(c, s)]: heard[(c, s)] for c in stepping for s in "ab"})
-            for c in stepping:
-                for s in "ab":
-                    frame = frames[slots[(c, s)]]
-                    got[c][s]["audio"].append(frame.audio)
-                    got[c][s]["text"].extend(frame.text)
-                    got[c][s]["tokens"].append(engine.last_tokens[slots[(c, s)]])
-                heard[(c, "a")], heard[(c, "b")] = frames[slots[(c, "b")]].audio, frames[slots[(c, "a")]].audio
-                if t == plan[c][-1]:
-                    for s in "ab":
-                        engine.leave(slots[(c, s)])
-        return {c: {s: {"tokens": np.stack(v["tokens"]), "audio": np.concatenate(v["audio"]),
-                        "text": v["text"]} for s, v in sides.items()} for c, sides in got.items()}
+        return run_plan(plan, join, engine.step, lambda slot: engine.last_tokens[slot], engine.leave)
     finally:
         engine.close()
 

@@ -20,6 +20,7 @@ pytest.importorskip("sentencepiece")
 torch = pytest.importorskip("torch")
 
 import moshi_tiny  # noqa: E402
+from engine_plan import run_plan  # noqa: E402
 
 from dyafdb.agents.base import Session  # noqa: E402
 from dyafdb.agents.engine.models import ENGINES, make_engine  # noqa: E402
@@ -116,30 +117,12 @@ def session(name: str, side: str) -> Session:
 
 def run(engine, plan: dict[str, list[int]]) -> dict:
     """Self-talk conversations on the global ticks their plans list (both sides sessions of ``engine``)."""
-    slots: dict = {}
-    heard: dict = {}
-    got = {c: {s: {"tokens": [], "audio": [], "text": []} for s in "ab"} for c in plan}
-    for t in range(max(max(p) for p in plan.values()) + 1):
-        for c, ticks in plan.items():
-            if t == ticks[0]:
-                for s in "ab":
-                    slots[(c, s)], info = engine.open(session(c, s))
-                    assert info.adapter == "personaplex" and info.extra["engine"] is True
-                    heard[(c, s)] = np.zeros(1920, np.float32)
-        stepping = [c for c, ticks in plan.items() if t in ticks]
-        frames = engine.step({slots[(c, s)]: heard[(c, s)] for c in stepping for s in "ab"})
-        for c in stepping:
-            for s in "ab":
-                frame = frames[slots[(c, s)]]
-                got[c][s]["audio"].append(frame.audio)
-                got[c][s]["text"].extend(frame.text)
-                got[c][s]["tokens"].append(engine.batched.last_tokens[slots[(c, s)]])
-            heard[(c, "a")], heard[(c, "b")] = frames[slots[(c, "b")]].audio, frames[slots[(c, "a")]].audio
-            if t == plan[c][-1]:
-                for s in "ab":
-                    engine.close(slots[(c, s)])
-    return {c: {s: {"tokens": np.stack(v["tokens"]), "audio": np.concatenate(v["audio"]), "text": v["text"]}
-                for s, v in sides.items()} for c, sides in got.items()}
+    def join(c: str, s: str) -> int:
+        slot, info = engine.open(session(c, s))
+        assert info.adapter == "personaplex" and info.extra["engine"] is True
+        return slot
+
+    return run_plan(plan, join, engine.step, lambda slot: engine.batched.last_tokens[slot], engine.close)
 
 
 def test_personaplex_has_an_engine():

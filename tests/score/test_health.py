@@ -13,7 +13,7 @@ from dyafdb.errors import InputError
 from dyafdb.record.recording import Recording, Token
 from dyafdb.score.health import MEASURES
 from dyafdb.score.health.measure import HealthParams, measure_health
-from dyafdb.score.health.agreement import garble_transcript, side_agreement, speech_only
+from dyafdb.score.health.agreement import side_agreement, speech_only
 from dyafdb.score.health.dnsmos import WINDOW, dnsmos, window_starts
 from dyafdb.score.health.echo import echo
 from dyafdb.score.health.response import longest_silence_s, no_response
@@ -116,37 +116,22 @@ def test_real_whisper_tells_a_channel_whose_text_differs_from_its_speech():
     assert "fox" in out["detail"]["a"]["transcript"]["asr"].lower()
 
 
-def _garble_doc(asr: str, seconds: float, full: str | None = None) -> dict:
-    side = {"first_pass": {"asr": asr, "seconds": seconds, "share": 1.0}, "full_pass": None, "flagged": False}
-    if full is not None:
-        side["full_pass"] = {"asr": full, "seconds": 99.0}
-    return {"status": "ok", "checked_sides": ["b"], "accepted_attempt": 2,
-            "attempts": [{"attempt": 1, "sides": {"b": {**side, "first_pass": {"asr": "old", "seconds": 60}}}},
-                         {"attempt": 2, "sides": {"b": side}}]}
-
-
-def test_garble_transcripts_of_the_whole_accepted_recording_are_reused():
-    ticks = 100  # 8 s
-    assert garble_transcript(_garble_doc("heard", 8.0), "b", ticks) == "heard"
-    assert garble_transcript(_garble_doc("heard", 8.0), "a", ticks) is None  # side not checked
-    assert garble_transcript(_garble_doc("heard", 4.0), "b", ticks) is None  # first pass covered half
-    assert garble_transcript(_garble_doc("heard", 4.0, full="all of it"), "b", ticks) == "all of it"
-    assert garble_transcript({**_garble_doc("x", 8.0), "attempts": []}, "b", ticks) is None  # verdict only
-
-
-def test_asr_runs_on_speech_only_once_per_side_and_not_where_garble_heard_it():
+def test_asr_runs_on_each_sides_speech_only_the_same_way_for_every_side():
+    """The garble watcher's whole-channel transcript of a marked side is not the agreement's: every
+    side is heard the same way, so a model's agreement does not depend on whether it is marked."""
     ticks = 200
     a = channel_audio([(10, 40), (100, 120)], ticks, seed=1)
-    rec = Recording(np.stack([a, a]), tokens("a", SENTENCE) + tokens("b", SENTENCE), {})
-    segments = {"a": [(10, 40), (100, 120)], "b": [(10, 40), (100, 120)]}
+    b = channel_audio([(50, 70)], ticks, seed=2)
+    rec = Recording(np.stack([a, b]), tokens("a", SENTENCE) + tokens("b", SENTENCE), {})
+    segments = {"a": [(10, 40), (100, 120)], "b": [(50, 70)]}
     asr = CountingASR(SENTENCE)
-    out = measure_health(rec, segments, {"a": [], "b": []}, HealthParams(), {}, _garble_doc("nothing alike", 16.0), asr)
-    assert asr.calls == [(30 + 3 + 20) * FRAME_SAMPLES]  # side a's two segments and the 0.24 s join
-    assert out["detail"]["b"]["transcript"] == {"asr": "nothing alike", "source": "garble"}
-    assert out["values"]["b"]["text_mismatch"] == 1 and out["values"]["a"]["text_wer"] == 0.0
+    out = measure_health(rec, segments, {"a": [], "b": []}, HealthParams(), {}, asr)
+    assert asr.calls == [(30 + 3 + 20) * FRAME_SAMPLES, 20 * FRAME_SAMPLES]  # a's two segments and the 0.24 s join; b's one
+    assert out["detail"]["b"]["transcript"] == {"asr": SENTENCE, "source": "asr"}
+    assert out["values"]["a"]["text_wer"] == 0.0 and out["values"]["b"]["text_mismatch"] == 0
     silent = Recording(np.zeros((2, ticks * FRAME_SAMPLES), np.float32), [], {})
     asr.calls.clear()
-    measure_health(silent, {"a": [], "b": []}, {"a": [], "b": []}, HealthParams(), {}, None, asr)
+    measure_health(silent, {"a": [], "b": []}, {"a": [], "b": []}, HealthParams(), {}, asr)
     assert asr.calls == []  # no text: nothing to compare, no need to listen
 
 

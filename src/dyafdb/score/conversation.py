@@ -25,7 +25,6 @@ from dyafdb.paths import results_of
 from dyafdb.score.check import check_recording
 from dyafdb.score.tasks import find_leak, occupancy
 from dyafdb.score.health.measure import HealthParams, measure_health
-from dyafdb.record.garble import read_garble
 from dyafdb.record.recording import Recording, read_recording
 from dyafdb.suite.scenarios import find_scenario
 from dyafdb.schema_check import YAML_LOADER
@@ -86,10 +85,10 @@ def compute_measures(segments: Mapping[str, list[Interval]], ticks: int, rec: Re
 
 
 def add_health(doc: dict[str, Any], rec: Recording, segments: Mapping[str, list[Interval]],
-               config: Mapping[str, Any], garble: Mapping[str, Any] | None = None, transcriber: Any = None) -> None:
+               config: Mapping[str, Any], transcriber: Any = None) -> None:
     """Add the audio-health values (:mod:`dyafdb.score.health`) to a measures document, per side."""
     turn_ends = {side: [tuple(x) for x in doc["events"][side]["turn_ends"]] for side in ("a", "b")}
-    health = measure_health(rec, segments, turn_ends, HealthParams.from_config(config), config, garble, transcriber)
+    health = measure_health(rec, segments, turn_ends, HealthParams.from_config(config), config, transcriber)
     for side in ("a", "b"):
         doc["values"][side].update(health["values"][side])
     doc["health"] = {"params": health["params"], "detail": health["detail"]}
@@ -128,7 +127,7 @@ def score_conversation(config: Mapping[str, Any], root: Path, conversation_id: s
     if "measures" in stages:
         doc = compute_measures(segments, ticks, rec, TurnTakingParams.from_config(config),
                                _secret_for(config, root, rec.meta), TranscriptParams.from_config(config))
-        add_health(doc, rec, segments, config, read_garble(paths.recording))
+        add_health(doc, rec, segments, config)
         write_json_atomic(paths.measures, doc, indent=None)
     return paths
 

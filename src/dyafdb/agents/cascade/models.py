@@ -34,8 +34,8 @@ import numpy as np
 from dyafdb.agents.base import AgentError
 from dyafdb.clock import SAMPLE_RATE
 from dyafdb.llama_server import LlamaServer, shared_server, smollm2_gguf
-from dyafdb.whisper_model import whisper_model
 from dyafdb.polyphase import resample
+from dyafdb.whisper_model import whisper_model
 
 PIPER_RATE = 22_050
 ASR_RATE = 16_000

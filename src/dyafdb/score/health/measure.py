@@ -61,15 +61,14 @@ def _quality(channel: np.ndarray, segments: Sequence[Interval], params: HealthPa
 
 def measure_health(rec: Recording, segments: Mapping[str, Sequence[Interval]],
                    turn_ends: Mapping[str, Sequence[Interval]], params: HealthParams,
-                   config: Mapping[str, Any], garble: Mapping[str, Any] | None = None,
-                   transcriber: Any = None) -> dict[str, Any]:
+                   config: Mapping[str, Any], transcriber: Any = None) -> dict[str, Any]:
     """``{"values": {side: {measure: value}}, "detail": {side: {...}}}`` for both sides.
 
     ``turn_ends`` are the partner turn ends TOR_end found for each side (its measures' events)."""
     ticks = rec.ticks
     agreed = None
     if params.asr:
-        agreed = agreement(rec, segments, garble, config, params.min_word_chars, params.mismatch_share,
+        agreed = agreement(rec, segments, config, params.min_word_chars, params.mismatch_share,
                            params.asr_threads, transcriber)
     values: dict[str, dict[str, Any]] = {}
     detail: dict[str, dict[str, Any]] = {}
