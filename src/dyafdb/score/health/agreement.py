@@ -13,10 +13,13 @@ re-recordings, only for the models config marks ``garble_check``):
 
 Every side's transcript comes from the same procedure: the garble watcher's Whisper (``garble.model``,
 one greedy pass) run here on the side's VAD speech only, segments joined by 0.24 s of silence, so the
-silent rest of the channel costs nothing and cannot be misheard. The watcher's own transcripts of
-the whole channel are not reused: Whisper drops short words in long silences, and on the demo the
-sides it had transcribed (the polite agent's) came out at a word error rate of .12 against .05 for
-the sides transcribed here, a difference of procedure, not of the models.
+silent rest of the channel costs nothing and cannot be misheard. The watcher's own whole-channel
+transcripts are not reused, so that a model's agreement does not depend on whether config marks it
+for the watcher, nor on whether the watcher's first 30 s pass cleared it (it transcribes the whole
+channel only when that pass does not, so reusing it measured the suspicious sides one way and the
+rest another). On the demo this moved the polite agent's mean WER from .118 to .135, against .047
+for the eager agent's: the gap is the polite agent's own (short backchannels, replies cut off when it
+yields), not the procedure's.
 """
 
 from __future__ import annotations
