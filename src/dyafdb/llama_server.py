@@ -13,8 +13,8 @@ left there. Whether a request reuses that prefix is the request's ``cache_prompt
 request of a conversation must not, so each conversation depends on itself alone (the CPU agent,
 the text pairing). A server with ``shared_prefixes`` (the local judge, whose prompts share their
 instructions, scenario and roles) keeps llama.cpp's host-RAM prompt cache, so a prompt may start
-from any earlier prompt's longest common prefix: measured on a demo judge batch (8 T1-2 questions),
-21.6 CPU s with it and 27.9 s without, the same replies. Requests take turns on the server's lock,
+from any earlier prompt's longest common prefix: a demo judge batch (8 T1-2 questions) took 22.0
+CPU s with it and 28.0 s without, the same replies (bench/bench_reuse.py). Requests take turns on the server's lock,
 since two slots decoded in one batch take another floating-point path than each alone. No warm-up
 run (about 0.25 s per process, no result changes) and llama.cpp's per-request log off.
 """
