@@ -23,9 +23,14 @@ for how in "" "-A no-such-account"; do
   echo "rejected as at a real site ('${how:-no account}'): $(tail -1 /tmp/ci-slurm-sbatch.log)"
 done
 
+# The highest job id sacct lists (0 if none): with pipefail, a grep that matched nothing would stop the script.
+last_job_id() {
+  sacct -X -n -P -o JobID -S now-1days | { grep -E '^[0-9]+$' || true; } | sort -n | tail -1
+}
+
 target=scores/measures.tsv
 rm -rf results/ci-slurm
-last_job=$(sacct -X -n -P -o JobID -S now-1days | grep -E '^[0-9]+$' | sort -n | tail -1)
+last_job=$(last_job_id)
 start=$(date +%s)
 # Job states come from sacct, the plugin's default (slurmdbd keeps them).
 timeout -k 10 1800 snakemake --profile profiles/slurm --configfile config/ci-slurm.yaml \
@@ -48,7 +53,7 @@ rm -rf "$engines/slurm" .dyafdb-engines
 python scripts/write-tiny-moshi.py "$engines/moshi-tiny"
 mapfile -t targets < <(python scripts/check-engine-groups.py --config config/ci-slurm-engines.yaml \
   --results "$engines/slurm" --print-targets)
-last_job=$(sacct -X -n -P -o JobID -S now-1days | grep -E '^[0-9]+$' | sort -n | tail -1)
+last_job=$(last_job_id)
 start=$(date +%s)
 timeout -k 10 900 snakemake --profile profiles/slurm --configfile config/ci-slurm-engines.yaml \
   --config results_dir="$engines/slurm" --jobs 4 --cores 6 \

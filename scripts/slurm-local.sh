@@ -138,6 +138,9 @@ start() {
   wait_for "an idle node" 60 sh -c 'sinfo -h -o %t | grep -q idle'
   sinfo
   srun -A "$ACCOUNT" -t 1 true
+  # slurmctld hands a finished job to slurmdbd a moment later: "up" includes accounting that lists it,
+  # since ci-slurm.sh takes the last job id from sacct (it once read an empty list here and stopped).
+  wait_for "the probe job in sacct" 60 sh -c "sacct -X -n -P -o JobID -S now-1days | grep -qE '^[0-9]+\$'"
   echo "slurm-local: cluster up (partitions cpu and gpu for account $ACCOUNT, $(sinfo -h -o %c) CPUs on $(nproc) cores, 2 fake GPUs, accounting enforced)"
 }
 
