@@ -98,7 +98,7 @@ wait_for() {  # wait_for <what> <seconds> <command...>
     sleep 1
   done
   echo "slurm-local: $what did not come up in ${secs} s" >&2
-  tail -20 /var/log/slurm/*.log >&2 || true
+  tail -n 20 /var/log/slurm/*.log >&2 || true
   return 1
 }
 
@@ -145,9 +145,18 @@ start() {
 }
 
 stop() {
-  local f
+  local f pids=()
   for f in /run/slurmd.pid /run/slurmctld.pid /run/slurmdbd.pid /run/mysqld/mysqld.pid /run/munge/munged.pid; do
-    if [ -s "$f" ]; then kill "$(cat "$f")" 2>/dev/null || true; fi
+    if [ -s "$f" ]; then pids+=("$(cat "$f")"); kill "${pids[-1]}" 2>/dev/null || true; fi
+  done
+  # Until they are gone: a start right after a stop found a daemon still shutting down, took it for
+  # running, and waited in vain for slurmdbd.
+  local pid alive
+  for _ in $(seq 1 30); do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && return 0
+    sleep 1
   done
 }
 
