@@ -206,6 +206,7 @@ def heard_html(health: Mapping[str, Any] | None, speakers: Mapping[str, str]) ->
     for s in "ab":
         heard = (detail.get(s) or {}).get("transcript")
         if heard and heard.get("source") != "none":
+            # "garble" only in measures scored before 92e6027, which reused the watcher's transcripts
             source = "the garble watcher's transcript" if heard.get("source") == "garble" else "Whisper on its speech"
             items.append(f'<li class="spk-{speakers[s]}">side {s} · Speaker {speakers[s]} ({h(source)}): '
                          f'“{h(heard.get("asr") or "")}”</li>')
