@@ -115,6 +115,9 @@ AMONG_DECIDED = frozenset({"T4-3", "T4-4"})
 # Each task's success, named once: the outcome the per-run ``success`` column holds, read under this
 # name by every table that shows it (action x success, game balance, time windows).
 SUCCESS_NAME = {"T2": "solved", "T3-2": "agreement", "T4-1": "won", "T4-2": "leak"}
+# What one n of a task-score cell counts: a seat scored on its own, or a conversation scored once.
+UNIT = {"T1-1": "seats", "T1-2": "seats", "T2": "team seats", "T3-1": "seats", "T3-2": "conversations",
+        "T4-1": "seats", "T4-2": "conversations", "T4-3": "conversations", "T4-4": "conversations"}
 # What the bottom row of an asymmetric matrix averages: the opposing side per column.
 COLUMN_ROW_LABEL = {"T3-2": "avoider avg", "T4-2": "defender avg", "T4-3": "payer avg", "T4-4": "buyer avg"}
 SIDE_ROLES = {

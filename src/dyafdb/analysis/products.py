@@ -28,7 +28,7 @@ from dyafdb.errors import InputError
 # scipy.stats or lifelines would otherwise be loaded by every job.
 
 RUN_STRINGS = [C.CONVERSATION, C.SUITE, "archetype", C.SCENARIO, C.SIDE, C.MODEL, C.PARTNER, C.ROLE, "task", "play",
-               "adherence_label", C.REPETITION, C.QUALITY]
+               "adherence_label", C.REPETITION, C.QUALITY, "answers_why"]
 
 
 def measures_of_archetype(config: dict, root: Path, archetype: str) -> pd.DataFrame:
@@ -262,9 +262,9 @@ def agreement_product(measures_paths: list[Path], settings: Settings, out: Path,
         from dyafdb.analysis.judge_checks import judge_checks_table
 
         note = "" if second else "only one judge labelled these runs: nothing to compare between judges"
-        checks = judge_checks_table(measures)
-        checks_note = ("failed checks void the answer (it counts as none); contradictions are flagged and kept; "
-                       "the viewer withholds both and says why")
+        checks = judge_checks_table(measures, settings.answers)
+        # the same sentence the viewer and summary.md print: the policy says it, not this page
+        checks_note = settings.answers.describe() + "; the viewer withholds the raw answer and says why"
         body = (render.frame_body(checks, "Judge checks: label spread and failed checks per judge and question",
                                   note=checks_note if len(checks) else "no judge answers in these measures")
                 + render.frame_body(table, "Judge agreement", note=note))

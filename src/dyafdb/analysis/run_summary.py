@@ -241,6 +241,25 @@ def judge_usage(config: Mapping[str, Any], root: Path, rows: Sequence[Conversati
     return out
 
 
+def answer_lines(config: Mapping[str, Any], measures_table: Path) -> list[str]:
+    """What the answer policy made of each judge's answers, from measures.tsv through the same ledger the
+    tables and the judge-checks table use (dyafdb.analysis.answers)."""
+    from dyafdb.analysis.answers import ledger, policy_of, tally, tally_text
+
+    policy = policy_of(config)
+    lines = ["## Judge answers", "", policy.describe() + "."]
+    if not measures_table.exists():
+        return lines + ["", f"No measures table yet ({measures_table})."]
+    from dyafdb.analysis.io import read_measures
+
+    answers = ledger(read_measures(measures_table), policy)
+    lines.append("")
+    for judge, t in tally(answers, by=["judge"]).items():
+        judge = judge[0] if isinstance(judge, tuple) else judge
+        lines.append(f"- {judge}: {tally_text(t)}")
+    return lines if len(answers) else lines + ["No judge answers in measures.tsv."]
+
+
 def headline_scores(tables: Path, tasks: Iterable[str]) -> tuple[dict[str, dict[str, float | None]], list[str]]:
     """Each model's average score per task (the `avg` column of score_<task>.tsv), and warnings for
     tables that are missing, empty, all blank or the same for every model."""
@@ -301,6 +320,7 @@ def summary_markdown(config: Mapping[str, Any], root: Path, rows: Sequence[Conve
         cost = "unknown" if j["cost_usd"] is None else f"${j['cost_usd']:,.2f}"
         lines.append(f"| {j['judge']} | {j['backend']} {j['model']} | {j['answers']:,} | {j['invalid']:,} | {j['cached']:,} | "
                      f"{j['input_tokens']:,} | {j['output_tokens']:,} | {cost} |")
+    lines += ["", *answer_lines(config, Path(where.layout.measures_table))]
     lines += ["", "## Headline scores (average over partners, main window)", ""]
     if scores:
         lines += ["| model | " + " | ".join(tasks) + " |", "| --- |" + " ---: |" * len(tasks)]

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from dyafdb.analysis import columns as C
+from dyafdb.analysis.answers import AnswerPolicy, apply_policy, ledger, run_columns
 from dyafdb.analysis.settings import Settings
 from dyafdb.errors import InputError
 
@@ -79,10 +80,11 @@ def _num(s: pd.Series) -> pd.Series:
     return pd.to_numeric(s.where(~_none(s)), errors="coerce")
 
 
-def widen(measures: pd.DataFrame, judge: str | None) -> pd.DataFrame:
-    """One row per (conversation, side): design columns plus one string column per measure."""
+def widen(measures: pd.DataFrame, judge: str | None, policy: AnswerPolicy | None = None) -> pd.DataFrame:
+    """One row per (conversation, side): design columns plus one string column per measure, the judge's
+    answers put through the answer policy (dyafdb.analysis.answers)."""
     keep = (measures[C.JUDGE] == "") | (measures[C.JUDGE] == (judge or ""))
-    m = measures.loc[keep]
+    m = apply_policy(measures.loc[keep], policy or AnswerPolicy.default())
     attempts = pd.to_numeric(m[C.ATTEMPT], errors="coerce")
     if attempts.notna().any():
         # the accepted attempt is the last one recorded for the conversation
@@ -95,9 +97,6 @@ def widen(measures: pd.DataFrame, judge: str | None) -> pd.DataFrame:
     # Only for measures whose label is the answer itself (a time, a candidate): a derived row such as
     # gap_share carries the price as its label, which must not stand in for the share.
     label = m[C.LABEL].where(~m[C.LABEL].str.lower().isin(["invalid"]) & m[C.MEASURE].isin(C.JUDGE_LABEL_MEASURES), "")
-    # An answer voided by a judge check (a choice the transcript never names) counts as "none"; its raw
-    # label stays in measures.tsv, beside the reason.
-    label = label.where((m[C.CHECK] == "") | (m[C.VALUE] != "") | (label == ""), "none")
     cell = m[C.VALUE].where(m[C.VALUE] != "", label)
     values = (m.assign(**{C.VALUE: cell}).drop_duplicates([C.CONVERSATION, C.SIDE, C.MEASURE], keep="last")
                .set_index([C.CONVERSATION, C.SIDE, C.MEASURE])[C.VALUE].unstack(C.MEASURE))
@@ -144,7 +143,7 @@ def build_runs(measures: pd.DataFrame, settings: Settings | None = None, judge: 
     settings = settings or Settings()
     if judge == "auto":
         judge, _ = resolve_judges(measures, settings)
-    wide = widen(measures, judge)
+    wide = widen(measures, judge, settings.answers)
     task = wide[C.ARCHETYPE]
     side_a = wide[C.SIDE] == "a"
     self_play = wide[C.MODEL] == wide[C.PARTNER]
@@ -263,6 +262,10 @@ def build_runs(measures: pd.DataFrame, settings: Settings | None = None, judge: 
     out["pinned"] = pinned.astype(bool)
     for col in (*C.TURN_TAKING, C.TURNS, C.OCCUPANCY, *C.HEALTH):
         out[col] = _num(_col(wide, col))
+    # each side's judge answers and their fates, so every table can say what it left out and why
+    answers = ledger(measures[measures[C.JUDGE] == (judge or "")], settings.answers) if judge else ledger(measures.iloc[0:0], settings.answers)
+    for col, values in run_columns(answers, zip(wide[C.CONVERSATION], wide[C.SIDE])).items():
+        out[col] = values
     out = out.rename(columns={C.ARCHETYPE: "archetype"})
     return out
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dyafdb.analysis.annotation_key import key_file_for
+from dyafdb.analysis.answers import AnswerPolicy
 from dyafdb.errors import InputError
 from dyafdb.paths import results_of
 from dyafdb.schema_check import fill_defaults, load_schema
@@ -41,6 +42,7 @@ class Settings:
     demo_quality: bool = False
     site_index: Path | None = None  # the conversation viewer's index page (report and matrix cells link to it)
     annotation_key: Path | None = None  # the blind study's key file (item tokens -> conversations), outside the site
+    answers: AnswerPolicy = field(default_factory=AnswerPolicy.default)  # which judge answers count
 
     def label(self, model: str) -> str:
         return self.labels.get(model, model)
@@ -137,4 +139,5 @@ def from_config(config: dict[str, Any] | None, root: Path | None = None) -> Sett
         demo_quality=bool(config.get("demo_quality", False)) or demo_judge,
         site_index=site_dir(config, root) / "index.html",
         annotation_key=annotation_key_path(config, root),
+        answers=AnswerPolicy.from_section(section.get("answers")),
     )

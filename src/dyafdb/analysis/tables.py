@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dyafdb.analysis import columns as C
+from dyafdb.analysis.answers import coverage_note
 from dyafdb.analysis.settings import Settings
 
 AVG = "avg"
@@ -180,7 +181,8 @@ def score_matrix(runs: pd.DataFrame, task: str, settings: Settings) -> Matrix:
         note = "cells among decided runs; n = decided runs, runs = all runs"
     if pinned:
         note = "self-play pinned at 0.50 (shown in parentheses, left out of the averages)"
-    note = _join(score_note(task_runs, task, values, pinned), note)
+    note = _join(score_note(task_runs, task, values, pinned), note,
+                 coverage_note(task_runs, int(n.to_numpy().sum()), "scored " + C.UNIT.get(task, "runs")))
     return Matrix(name=task, title=C.TASK_TITLES.get(task, task), models=models, partners=models, values=values,
                   n=n, runs=runs_n, row_avg=row_avg, column_label=column_label, column_avg=column_avg,
                   pinned=pinned, note=note, filters=_filters([task], task_runs, side_a=task in C.REPORTED_SIDE_ONLY))

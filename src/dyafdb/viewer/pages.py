@@ -16,6 +16,7 @@ from html import escape
 from typing import Any, Mapping, Sequence
 
 from dyafdb.viewer.layout import CONVERSATION_ROOT
+from dyafdb.analysis.answers import AnswerPolicy
 from dyafdb.viewer.summary import MECHANICAL_ORDER, fmt, show, withheld
 
 ASSET_FILES = ("viewer.css", "player.js", "cellfilter.js", "index.js", "annotate.js")
@@ -227,14 +228,14 @@ def _fields(rec: Mapping[str, Any]) -> str:
     return " ".join(out)
 
 
-def _verdict(r: Mapping[str, Any], speakers: Mapping[str, str]) -> str:
+def _verdict(r: Mapping[str, Any], speakers: Mapping[str, str], policy: AnswerPolicy | None = None) -> str:
     """One judge record: question, seat, label, the rows it produced, every raw reply."""
     seat = r.get("seat")
     who = f"side {seat} · Speaker {speakers[seat]}" if seat else "the pair"
     status = "" if r.get("valid", True) else ' <span class="chip bad">invalid</span>'
     failed = r.get("checks") or []
     if failed:  # the answer failed a judge check: its values are withheld and the reason shown
-        status += "".join(f' <span class="chip bad">{h(withheld(c))}</span>' for c in failed)
+        status += "".join(f' <span class="chip bad">{h(withheld(c, policy))}</span>' for c in failed)
     derived = ", ".join(
         f'{x["measure"]}{"" if seat else " (" + x["side"] + ")"} = '
         f'{"withheld" if x.get("check") else show(x["measure"], x.get("value"), x.get("label"))}'
@@ -251,7 +252,8 @@ def _verdict(r: Mapping[str, Any], speakers: Mapping[str, str]) -> str:
             f'{" · the answer failed a check" if failed else ""}</summary>{raw}</details></div>')
 
 
-def judges_card(judges: Sequence[str], records: Sequence[Mapping[str, Any]], speakers: Mapping[str, str]) -> str:
+def judges_card(judges: Sequence[str], records: Sequence[Mapping[str, Any]], speakers: Mapping[str, str],
+                policy: AnswerPolicy | None = None) -> str:
     if not records:
         note = "No judge answers yet (run <code>dyafdb judge</code>)." if judges else "No judge configured."
         return f'<section class="card judges"><h2>Judge answers</h2><p class="note">{note}</p></section>'
@@ -263,14 +265,14 @@ def judges_card(judges: Sequence[str], records: Sequence[Mapping[str, Any]], spe
         first = mine[0]
         demo = ' <span class="chip warn">demo quality</span>' if first.get("demo_quality") else ""
         head = f'{h(judge)} <small>{h(first.get("backend"))} · {h(first.get("model"))}</small>{demo}'
-        blocks.append(f'<div class="judge"><h3>{head}</h3>{"".join(_verdict(r, speakers) for r in mine)}</div>')
+        blocks.append(f'<div class="judge"><h3>{head}</h3>{"".join(_verdict(r, speakers, policy) for r in mine)}</div>')
     return f'<section class="card judges"><h2>Judge answers</h2>{"".join(blocks)}</section>'
 
 
 def conversation_page(*, row: Any, meta: Mapping[str, Any], player: Mapping[str, Any], prompts: Mapping[str, Any],
                       measures: Mapping[str, Any] | None, judges: Sequence[str], records: Sequence[Mapping[str, Any]],
                       garble: Mapping[str, Any] | None, speakers: Mapping[str, str], annotation: bool,
-                      demo_quality: bool) -> str:
+                      demo_quality: bool, policy: AnswerPolicy | None = None) -> str:
     chips = [row.archetype, f"pairing {row.pairing}", f"{row.play}-play", f"opener: side {row.opener} ({row.opener_model})",
              f"rep {row.repetition}", f"window {row.window_s:g} s", f"{clock(player['duration_s'])} recorded",
              f"end: {meta.get('end_reason', '?')}"]
@@ -285,7 +287,7 @@ def conversation_page(*, row: Any, meta: Mapping[str, Any], player: Mapping[str,
         f'<h1>{h(prompts["title"])}</h1><div class="chips">{chip_html}</div>'
         f'{player_card(player, blind=False)}'
         f'<div class="grid2">{transcript_card(player)}{scenario_card(prompts, blind=False)}</div>'
-        f'<div class="grid2">{measures_card(measures, speakers)}{judges_card(judges, records, speakers)}</div>'
+        f'<div class="grid2">{measures_card(measures, speakers)}{judges_card(judges, records, speakers, policy)}</div>'
         f'<details class="card meta"><summary>Recording metadata (meta.json)</summary>'
         f'<pre>{h(json.dumps(meta, indent=1, ensure_ascii=False))}</pre></details>'
     )

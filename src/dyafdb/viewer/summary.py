@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from dyafdb.analysis.answers import AnswerPolicy, policy_of
 from dyafdb.analysis.numbers import fmt as report_fmt
 from dyafdb.score.health import MEASURES as HEALTH_MEASURES
 from dyafdb.viewer.layout import conversation_page
@@ -46,16 +47,17 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
-def withheld(reason: str) -> str:
-    """What the viewer shows instead of a judge's answer that failed a check."""
-    return f"withheld: {reason}"
+def withheld(reason: str, policy: AnswerPolicy | None = None) -> str:
+    """What the viewer shows instead of a judge's answer that failed a check or was contradicted: the
+    reason and what the tables made of it, from the one answer policy (dyafdb.analysis.answers)."""
+    return (policy or AnswerPolicy.default()).shown(reason)
 
 
 def measure_key(measure: str, side: str, judge: str = "") -> str:
     return f"{measure}|{side}|{judge}"
 
 
-def measure_values(src: Sources) -> tuple[dict[str, Any], dict[str, str]]:
+def measure_values(src: Sources, policy: AnswerPolicy | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """Every measure of one conversation: (key -> numeric value or None, key -> judge label)."""
     values: dict[str, Any] = {}
     labels: dict[str, str] = {}
@@ -68,7 +70,7 @@ def measure_values(src: Sources) -> tuple[dict[str, Any], dict[str, str]]:
             key = measure_key(row["measure"], row["side"], rec["judge"])
             if row.get("check"):  # failed a judge check: withheld, with the reason
                 values[key] = None
-                labels[key] = withheld(row["check"])
+                labels[key] = withheld(row["check"], policy)
                 continue
             value = row.get("value")
             values[key] = None if row["measure"] in LABEL_ONLY else value
@@ -111,7 +113,7 @@ def headline(archetype: str, values: Mapping[str, Any], labels: Mapping[str, str
 def index_row(src: Sources, media: Media, judges: Sequence[str], config: Mapping[str, Any]) -> dict[str, Any]:
     """One conversation in the index; its measures under ``_values``/``_labels`` until :func:`index_data`."""
     row = src.row
-    values, labels = measure_values(src)
+    values, labels = measure_values(src, policy_of(config))
     return {
         "id": row.conversation_id, "href": conversation_page(row.conversation_id), "archetype": row.archetype,
         "scenario": row.scenario, "title": src.scenario.title, "pairing": row.pairing, "play": row.play,

@@ -1,0 +1,106 @@
+"""One answer policy: a contradicted or voided judge answer has one fate on every page."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from analysis_helpers import conv, settings
+from analysis_helpers import frame as _frame
+from dyafdb.analysis.answers import AnswerPolicy, ledger, policy_of, tally
+from dyafdb.analysis.judge_checks import judge_checks_table
+from dyafdb.analysis.runs import build_runs
+from dyafdb.analysis.tables import score_matrix
+from dyafdb.config import validate_config
+from dyafdb.viewer.summary import measure_values
+
+CONTRA = "role adherence yes with a deviation time"
+
+
+def frame(*convs):
+    return _frame(*[[{"check": "", **r} for r in c] for c in convs])
+
+
+def _t11(cid: str, contradicted: bool):
+    """A T1-1 run; side a's two answers contradict each other when ``contradicted``."""
+    rows = conv(cid, "T1-1", "x", "y",
+                a={"role_adherence": (2, "yes"), "in_role": 1, "role_entry_s": (1.0, "1.00"),
+                   "role_deviation_s": (20.0 if contradicted else "", "20.00" if contradicted else "none")},
+                b={"role_adherence": (0, "no"), "in_role": 0, "role_entry_s": ("", "none"), "role_deviation_s": ("", "none")})
+    if contradicted:
+        for r in rows:
+            if r["side"] == "a" and r["judge"]:
+                r["check"] = CONTRA
+    return rows
+
+
+def _measures():
+    return frame(_t11("c1", True), _t11("c2", True), _t11("c3", False))
+
+
+def test_contradicted_answers_are_left_out_of_the_tables_by_default_and_the_table_says_so():
+    measures = _measures()
+    runs = build_runs(measures, settings())
+    m = score_matrix(runs, "T1-1", settings())
+    # only c3's side a is scored from x's seat: the two contradicted adherence answers are left out
+    assert m.n.loc["x", "y"] == 1 and m.values.loc["x", "y"] == 1.0
+    assert "4 left out (role adherence yes with a deviation time 4)" in m.note
+    assert "n = 4 scored seats" in m.note
+
+
+def test_the_policy_from_the_config_can_count_contradicted_answers():
+    measures = _measures()
+    runs = build_runs(measures, settings(answers=AnswerPolicy(failed_check="none", contradicted="count")))
+    m = score_matrix(runs, "T1-1", settings())
+    assert m.n.loc["x", "y"] == 3 and m.values.loc["x", "y"] == 1.0
+
+
+def test_the_default_policy_is_the_schemas_and_a_config_may_change_it():
+    assert policy_of({}) == AnswerPolicy.default() == AnswerPolicy("none", "leave_out")
+    from conftest import scripted_config
+
+    cfg = scripted_config()
+    cfg["analysis"] = {"answers": {"contradicted": "count"}}
+    config = validate_config(cfg, "test")
+    assert policy_of(config) == AnswerPolicy("none", "count")
+    cfg["analysis"] = {"answers": {"contradicted": "maybe"}}
+    with pytest.raises(Exception):
+        validate_config(cfg, "test")
+
+
+def test_one_answer_has_one_fate_in_the_checks_table_the_runs_the_viewer_and_the_ledger():
+    measures = _measures()
+    policy = AnswerPolicy.default()
+    answers = ledger(measures, policy)
+    t = tally(answers)
+    # per seat: adherence and timing, 3 runs x 2 sides; c1 and c2's side-a answers are contradicted
+    assert t["answers"] == 12 and t["left_out"] == 4 and t["left_out_why"] == {CONTRA: 4}
+    checks = judge_checks_table(measures, policy).set_index(["judge", "archetype", "measure"])
+    row = checks.loc[("main", "T1-1", "role_adherence")]
+    assert row["contradictions"] == 2 and row["left_out"] == 2 and row["counted"] == 4
+    runs = build_runs(measures, settings())
+    assert int(runs["answers_left_out"].sum()) == 4
+    rec = {"judge": "main", "rows": [{"measure": "role_adherence", "side": "a", "value": 2, "label": "yes", "check": CONTRA}]}
+    _, labels = measure_values(SimpleNamespace(measures=None, judged=[rec]), policy)
+    assert labels["role_adherence|a|main"] == f"withheld: {CONTRA}; left out in the tables"
+    counted = AnswerPolicy("none", "count")
+    _, labels = measure_values(SimpleNamespace(measures=None, judged=[rec]), counted)
+    assert labels["role_adherence|a|main"].endswith("counted as given in the tables")
+
+
+def test_a_voided_price_is_counted_as_none_or_left_out_as_the_policy_says():
+    def t44(cid, reason):
+        rows = conv(cid, "T4-4", "x", "y", a={"agreed_price": ("", "5000"), "deal": 0, "gap_share": "", "turns": 5})
+        for r in rows:
+            if r["judge"]:
+                r["check"] = reason
+        return rows
+
+    measures = frame(t44("p1", "price outside any offer made"), t44("p2", ""))
+    none_runs = build_runs(measures, settings())
+    a = none_runs[none_runs["side"] == "a"].set_index("conversation_id")
+    assert a.loc["p1", "decided"] == 0.0 and a.loc["p1", "answers_none"] == 1
+    out_runs = build_runs(measures, settings(answers=AnswerPolicy("leave_out", "leave_out")))
+    a = out_runs[out_runs["side"] == "a"].set_index("conversation_id")
+    assert a["decided"].isna()["p1"] and a.loc["p1", "answers_left_out"] == 1
