@@ -37,6 +37,7 @@ def test_default_config_is_7560_conversations_and_126_audio_hours(capsys, monkey
     assert set(by_judge) == {"main", "second"}
     from dyafdb.judge.rubric import questions_for
     expected_calls = sum(1080 * len(questions_for(a)) for a in config["suites"]["main"]["archetypes"])
+    expected_calls += 2 * 1080  # T1-1's two role questions are asked once per side, not once per conversation
     assert by_judge["main"]["calls"] == expected_calls == by_judge["second"]["calls"]
     assert plan["judge_calls"] == 2 * expected_calls
     # Priced from plan.judge_prices (the judge entries set none): Opus costs more than Sonnet.
@@ -214,3 +215,53 @@ def test_gpu_hours_with_engines_from_config_then_benchmark_then_published(tmp_pa
     bench.write_text('{"mode": "eager", "batch": 1}\n')
     with pytest.raises(InputError, match="plan.engine_benchmark.*gpu-bench-engine.sh"):
         plan_run(config, rows, [], None, batched_adapters=(adapter,), root=tmp_path)
+
+
+def test_the_plan_counts_the_judge_calls_the_judge_stage_makes(tmp_path, monkeypatch):
+    """Planned calls equal the calls the judge stage makes on a small suite (T1-1's role questions are
+    asked once per side), and planned input tokens are within 25% of what the judge was sent."""
+    from judge_stub import KEY, Stub
+    from scoring_fixtures import load, write_project, write_recording_from_segments
+    from results_paths import results_at
+
+    from dyafdb.commands.plan import judge_asks
+    from dyafdb.judge.rubric import judge_plan
+    from dyafdb.judge.runner import run_batch
+    from dyafdb.score.conversation import score_conversation
+
+    stub = Stub()
+    try:
+        monkeypatch.setenv("DYAFDB_TEST_JUDGE_KEY", KEY)
+        judges = {"main": {"backend": "anthropic", "model": "claude-test", "base_url": stub.url,
+                           "api_key_env": "DYAFDB_TEST_JUDGE_KEY", "price_input_per_mtok": 15.0, "price_output_per_mtok": 75.0}}
+        archetypes = ["T1-1", "T3-2"]
+        write_project(tmp_path, archetypes, extra={"judge": {"judges": judges, "prompts_dir": str(REPO / "config" / "judge"),
+                                                              "backoff_s": 0.01, "max_backoff_s": 0.05}})
+        config = load(tmp_path)
+        rows = build_design(config, tmp_path)
+        words = [("a", 2 + i, w) for i, w in enumerate("Hello I am here to help with your visit today".split())]
+        words += [("b", 25 + i, w) for i, w in enumerate("Thank you that is kind".split())]
+        for row in rows:
+            write_recording_from_segments(Path(results_at(tmp_path).recording(row.conversation_id)),
+                                          {"a": [(0, 20)], "b": [(24, 34)]}, 40, words,
+                                          conversation_id=row.conversation_id, archetype=row.archetype,
+                                          scenario=row.scenario, opener=row.opener, models=(row.model_a, row.model_b))
+            score_conversation(config, tmp_path, row.conversation_id)
+        # every reply on its label set, so no question is asked again (re-asks are not planned)
+        stub.answer = lambda messages: ("ENTRY: none\nDEVIATION: none" if "DEVIATION:" in messages[-1]["content"]
+                                        else "ANSWER: yes")
+        made = tokens = 0
+        for archetype, question in judge_plan(archetypes):
+            run_batch(config, tmp_path, "main", archetype, question)
+            path = Path(results_at(tmp_path).judge_output("main", archetype, question))
+            for line in path.read_text().splitlines():
+                tokens += json.loads(line)["input_tokens"]
+        made = len(stub.posts("/v1/messages"))
+    finally:
+        stub.close()
+    plan = plan_run(config, rows, judge_asks(config, rows, tmp_path))
+    [planned] = plan["judges"]
+    t11 = sum(r.archetype == "T1-1" for r in rows)
+    assert planned["questions"]["role_adherence"] == 2 * t11  # once per side
+    assert planned["calls"] == made == plan["judge_calls"]
+    assert abs(planned["input_tokens"] - tokens) <= 0.25 * tokens, (planned["input_tokens"], tokens)

@@ -69,6 +69,17 @@ class JudgeAsk:
     batch_discount: float = 0.5
 
 
+def calls_per_conversation(archetype: str, question: str) -> int:
+    """Judge calls one conversation of ``archetype`` costs for ``question``: one per seat the question
+    asks about, read from the question itself (``Question.seats``), as the judge rule's runner builds its
+    items (dyafdb.judge.runner.build_items), so the plan and the run count the same calls (T1-1's role
+    questions are asked once per side)."""
+    from dyafdb.judge.rubric import QUESTIONS
+
+    q = QUESTIONS.get(question)
+    return len(q.seats(archetype)) if q is not None else 1
+
+
 def estimate_tokens(text: str) -> int:
     """About four characters a token for English prose (the judges' tokenisers are not local)."""
     return max(1, round(len(text) / 4))
@@ -163,9 +174,10 @@ def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Se
             convs = per_archetype.get(archetype, [])
             transcript = sum(per_min * r.window_s / 60 for r in convs)
             for q in questions:
-                calls += len(convs)
-                by_question[q] = by_question.get(q, 0) + len(convs)
-                input_tokens += round(transcript + len(convs) * ask.prompt_tokens.get(q, 0))
+                seats = calls_per_conversation(archetype, q)
+                calls += seats * len(convs)
+                by_question[q] = by_question.get(q, 0) + seats * len(convs)
+                input_tokens += round(seats * (transcript + len(convs) * ask.prompt_tokens.get(q, 0)))
         output_tokens = calls * out_tokens
         price_in, price_out = ask.price_input_per_mtok, ask.price_output_per_mtok
         price_source = "judge config"
