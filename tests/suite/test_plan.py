@@ -66,9 +66,9 @@ def test_judge_prices_in_the_judge_entry_win_and_unknown_prices_say_so(tmp_path)
             JudgeAsk("c", "claude-opus-5", "anthropic", questions, batch=True)]
     plan = plan_run(config, rows, asks)
     a, b, c = plan["judges"]
-    assert a["calls"] == 2 * len(rows)
+    assert a["calls"] == 2 * 2 * len(rows)  # two questions, each asked once per side of a T1-1 run
     # 60 s of transcript at 400 tokens a minute, plus a 100-token template, per call.
-    assert a["input_tokens"] == 2 * len(rows) * (400 + 100)
+    assert a["input_tokens"] == 2 * 2 * len(rows) * (400 + 100)
     assert a["cost_usd"] == pytest.approx((a["input_tokens"] * 1.0 + a["output_tokens"] * 2.0) / 1e6)
     assert b["cost_usd"] is None and "judge.judges.b.price_input_per_mtok" in b["price_source"]
     assert plan["judge_cost_usd"] is None
