@@ -29,6 +29,11 @@ sources: ``anthropic`` 2.16.0 on PyPI, upstream github.com/anthropics/anthropic-
 Faults on demand: ``fail`` is a queue of HTTP statuses answered before normal replies; ``malformed``
 is a queue of HTTP-200 faults (``invalid_json``, ``html``, ``no_content``, ``no_id``,
 ``no_choices``) applied to the next replies, as a proxy or a broken gateway would serve them.
+``trickle_s`` sends every reply one byte per that many seconds (``trickle_headers``: from the status
+line on, else the headers at once and then the body), as a slow gateway does: no single read ever
+waits long, so only a deadline on the whole call ends it. ``delay_s`` holds every reply that long
+before answering (so that two runs overlap). ``echo`` is a queue of error messages: the next
+requests get HTTP 400 with that message (a server quoting the request back).
 """
 
 from __future__ import annotations
@@ -59,6 +64,10 @@ class Stub:
         self.fail: list[int] = []
         self.malformed: list[str] = []
         self.answer: Callable[[list[dict[str, str]]], str] = lambda messages: "ANSWER: yes"
+        self.trickle_s: float | None = None
+        self.trickle_headers = False
+        self.delay_s = 0.0
+        self.echo: list[str] = []
         self.batches: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
         stub = self
@@ -69,6 +78,11 @@ class Stub:
 
             def _send(self, status: int, payload: Any, content_type: str = "application/json", headers=()) -> None:
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                if stub.delay_s:
+                    time.sleep(stub.delay_s)
+                if stub.trickle_s:
+                    self._trickle(status, data, content_type, headers, stub.trickle_s)
+                    return
                 self.send_response(status)
                 self.send_header("content-type", content_type)
                 self.send_header("content-length", str(len(data)))
@@ -77,6 +91,20 @@ class Stub:
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _trickle(self, status: int, data: bytes, content_type: str, headers, pause: float) -> None:
+                head = [f"{self.protocol_version} {status} {self.responses.get(status, ('',))[0]}", f"content-type: {content_type}",
+                        f"content-length: {len(data)}", *(f"{k}: {v}" for k, v in headers)]
+                raw_head = ("\r\n".join(head) + "\r\n\r\n").encode()
+                slow = raw_head + data if stub.trickle_headers else data
+                try:
+                    if not stub.trickle_headers:
+                        self.wfile.write(raw_head)
+                    for i in range(len(slow)):
+                        self.wfile.write(slow[i:i + 1])
+                        time.sleep(pause)
+                except OSError:  # the client gave up and closed the connection
+                    self.close_connection = True
 
             def _ok(self, payload: dict[str, Any], openai: bool = False) -> None:
                 """A 200 reply, unless a malformed one is queued."""
@@ -108,6 +136,11 @@ class Stub:
                                           "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
 
             def _failing(self, openai: bool) -> bool:
+                with stub.lock:
+                    echoed = stub.echo.pop(0) if stub.echo else None
+                if echoed is not None:
+                    self._error(400, echoed, openai)
+                    return True
                 with stub.lock:
                     status = stub.fail.pop(0) if stub.fail else None
                 if status is None:

@@ -7,7 +7,8 @@ logprobs and finish_reason, usage with prompt/completion/total tokens); other pa
 404 error body. Text models answer with a fixed number of words (the defender of a T4-2 scenario
 names its secret; ``say`` puts given words first); the judge model answers in the rubric's format.
 Every request body is kept for the assertions. ``malformed`` queues HTTP-200 faults for the next
-replies: ``html`` (a proxy's error page) or ``invalid_json`` (a cut body).
+replies: ``html`` (a proxy's error page) or ``invalid_json`` (a cut body). ``trickle_s`` sends each
+reply's body one byte per that many seconds, as a slow gateway does (every read is short, the call is not).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class StubChat:
         self.secret = secret
         self.requests: list[dict] = []
         self.malformed: list[str] = []
+        self.trickle_s: float | None = None
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -55,7 +57,16 @@ class StubChat:
                 self.send_header("content-type", content_type)
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                pause = stub.trickle_s
+                if not pause:
+                    self.wfile.write(data)
+                    return
+                try:
+                    for i in range(len(data)):
+                        self.wfile.write(data[i:i + 1])
+                        time.sleep(pause)
+                except OSError:  # the client gave up and closed the connection
+                    self.close_connection = True
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)

@@ -38,7 +38,7 @@ class ClientBackend(Backend):
 
 def retry_policy(settings: JudgeSettings) -> RetryPolicy:
     return RetryPolicy(max_retries=settings.max_retries, backoff_s=settings.backoff_s,
-                       max_backoff_s=settings.max_backoff_s, timeout_s=settings.timeout_s)
+                       max_backoff_s=settings.max_backoff_s, timeout_s=settings.timeout_s, timeout_key="judge.timeout_s")
 
 
 def make_backend(spec: JudgeSpec, settings: JudgeSettings) -> Backend:

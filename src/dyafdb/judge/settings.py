@@ -1,7 +1,8 @@
 """The ``judge`` config section with its defaults, and API keys read from the environment.
 
-Keys are only ever read from the environment variable a judge names; they are passed to the SDK
-client and nowhere else, so they cannot reach a log, a result or the cache.
+Keys are only ever read from the environment variable a judge names and passed to the SDK client.
+A server may still quote one back, so every judge's variable is registered for scrubbing here
+(:mod:`dyafdb.llm.secrets`): whatever a reply says, no key reaches a log, a result or the cache.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any, Mapping
 
 from dyafdb.errors import InputError
 from dyafdb.llm import ModelSpec
+from dyafdb.llm.secrets import register_key_env
 from dyafdb.paths import results_of
 from dyafdb.schema_check import fill_defaults, load_schema
 
@@ -126,6 +128,8 @@ def judge_settings(config: Mapping[str, Any], root: Path = Path(".")) -> JudgeSe
     section = {**SECTION_DEFAULTS, **(config.get("judge") or {})}
     raw_judges = section.get("judges") or (DEMO_JUDGES if config.get("demo_quality") else DEFAULT_JUDGES)
     judges = {name: _spec(name, raw, section) for name, raw in raw_judges.items()}
+    for spec in judges.values():
+        register_key_env(spec.api_key_env)  # every judge's key is scrubbed from every reply, not only its own
     run = tuple(section.get("run") or judges)
     for name in run:
         if name not in judges:

@@ -5,12 +5,18 @@ timeouts (408, 409), server errors and overload (5xx, 529), timeouts and connect
 HTTP-200 replies that are not a well-formed API object (invalid JSON, an HTML page, a message
 without content, a batch without id) are retried with exponential backoff and jitter (a
 ``Retry-After`` header wins, capped at ``max_backoff_s``); after ``max_retries`` retries the call
-fails with :class:`LLMError` naming the model, the call and what was wrong. Any other HTTP status
-fails at once. The SDKs' own retries are switched off so that this is the only policy.
+fails with :class:`LLMError` naming the model, the call, the endpoint and what was wrong. Any other
+HTTP status fails at once. The SDKs' own retries are switched off so that this is the only policy.
+
+``timeout_s`` is a deadline on the whole of one try, from connecting to the last byte of the reply.
+The SDKs hand it to httpx, whose timeouts bound each connect, write and read on its own: a gateway
+trickling a byte a second never lets a read wait long and held a call for a minute under
+``timeout_s: 3``. So :meth:`RetryingClient.call` runs each try under ``asyncio.timeout``, whose
+cancellation closes the connection wherever the SDK is (headers, body, a batch's results).
 
 API keys come from the environment variable a model names and nowhere else (never from SDK
-profiles or files); they go to the SDK client, and every message that quotes a server is scrubbed
-of them.
+profiles or files); they go to the SDK client. Replies and errors scrub every configured key from
+their text when made (:mod:`dyafdb.llm.secrets`), so nothing downstream ever holds one.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
 from dyafdb.errors import InputError
+from dyafdb.llm.secrets import public_endpoint, register_key, register_key_env, scrub
 
 T = TypeVar("T")
 
@@ -29,7 +36,11 @@ BACKENDS = ("anthropic", "openai", "llamacpp")
 
 
 class LLMError(RuntimeError):
-    """An LLM call failed for good (after its retries, or with a status that retrying cannot fix)."""
+    """An LLM call failed for good (after its retries, or with a status that retrying cannot fix).
+    Its message may quote a server, so it is scrubbed of every configured key when made."""
+
+    def __init__(self, message: str = ""):
+        super().__init__(scrub(str(message)))
 
 
 class Malformed(Exception):
@@ -49,7 +60,8 @@ class RetryPolicy:
     max_retries: int = 6
     backoff_s: float = 2.0
     max_backoff_s: float = 60.0
-    timeout_s: float = 120.0
+    timeout_s: float = 120.0  # the deadline on one whole try (see the module's docstring)
+    timeout_key: str = ""  # the config key that sets timeout_s, named when a try runs out of time
 
     def delay(self, attempt: int, retry_after: str | None = None) -> float:
         if retry_after:
@@ -91,7 +103,9 @@ class ModelSpec:
         """The key from the environment; a missing one stops with the variable's name."""
         if self.backend == "llamacpp" or self.api_key_env is None:
             return None
+        register_key_env(self.api_key_env)
         key = os.environ.get(self.api_key_env, "").strip()
+        register_key(key)
         if not key:
             where = f" (or change {self.config_key}.api_key_env in the config)" if self.config_key else ""
             raise InputError(f"{self.kind} {self.name!r} ({self.backend}, model {self.model}) needs an API key: "
@@ -113,11 +127,17 @@ class Request:
 
 @dataclass
 class Reply:
+    """What a model said. Every reply, from a server, a batch, a local model or the cache, is made
+    here, so its text is scrubbed of every configured key here, once, for every consumer."""
+
     text: str
     input_tokens: int = 0
     output_tokens: int = 0
     cached: bool = False
     batch: bool = False
+
+    def __post_init__(self) -> None:
+        self.text = scrub(self.text or "")
 
     def to_cache(self) -> dict[str, Any]:
         return {"text": self.text, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
@@ -147,30 +167,40 @@ class RetryingClient(Client):
         self.spec = spec
         self.policy = policy
         self.key = spec.api_key()  # read now: a missing key stops before any work
-
-    def scrub(self, text: str) -> str:
-        return text.replace(self.key, "***") if self.key else text
+        self.endpoint = public_endpoint(spec.base_url)
 
     def classify(self, exc: Exception) -> Exception:
         """Map an SDK exception to :class:`Transient`, :class:`Malformed` or :class:`LLMError` (or return it)."""
         return exc
 
     async def call(self, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
-        """``attempt()`` under the retry policy; ``what`` names the call in the messages."""
+        """``attempt()`` under the retry policy, each try under the deadline; ``what`` names the call."""
         last = ""
         tries = self.policy.max_retries + 1
+        where = f"{what} at {self.endpoint}"
         for n in range(tries):
+            deadline = asyncio.timeout(self.policy.timeout_s)
             try:
-                return await attempt()
+                async with deadline:
+                    return await attempt()
             except Exception as exc:  # sorted below: retried, fatal, or not ours
-                err = exc if isinstance(exc, (Transient, Malformed, LLMError)) else self.classify(exc)
+                if deadline.expired():
+                    err: Exception = Transient(f"no complete reply within {self.policy.timeout_s:g} s")
+                else:
+                    err = exc if isinstance(exc, (Transient, Malformed, LLMError)) else self.classify(exc)
                 if isinstance(err, LLMError):
-                    raise LLMError(self.scrub(f"{self.spec.what}: {what}: {err}")) from None
+                    raise LLMError(f"{self.spec.what}: {where}: {err}") from None
                 if not isinstance(err, (Transient, Malformed)):
                     raise
                 last = f"malformed reply: {err}" if isinstance(err, Malformed) else str(err)
                 if n + 1 < tries:
                     await asyncio.sleep(self.policy.delay(n, getattr(err, "retry_after", None)))
-        hint = "lower the concurrency or try later" if "HTTP" in last else "check the endpoint or try later"
-        raise LLMError(self.scrub(f"{self.spec.what}: {what}: {last} after {tries} tries; {hint} "
-                                  "(replies already received stay cached)"))
+        if "HTTP" in last:
+            hint = "lower the concurrency or try later"
+        elif last.startswith("no complete reply"):
+            setting = f"raise {self.policy.timeout_key} if replies are this slow, " if self.policy.timeout_key else ""
+            hint = f"{setting}check the endpoint or try later"
+        else:
+            hint = "check the endpoint or try later"
+        raise LLMError(f"{self.spec.what}: {where}: {last} after {tries} tries; {hint} "
+                       "(replies already received stay cached)")

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from dyafdb.errors import InputError
 from dyafdb.llm.base import ModelSpec, Request, RetryPolicy
 from dyafdb.llm.clients import SyncClient
+from dyafdb.llm.secrets import register_key_env
 
 THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
@@ -38,6 +39,7 @@ class TextModel:
     def from_config(cls, name: str, raw: Mapping[str, Any]) -> "TextModel":
         values = {k: v for k, v in raw.items() if k in cls.__dataclass_fields__}
         model = cls(name=name, **values)
+        register_key_env(model.api_key_env)  # scrubbed from every reply, whichever model quotes it
         if model.backend == "openai" and not model.base_url:
             raise InputError(f"config text_pairing.models.{name}: backend openai needs base_url (e.g. http://localhost:8000/v1)")
         if model.backend == "openai" and not model.model:
@@ -84,7 +86,8 @@ class Chat:
         if model.backend not in ("openai", "llamacpp"):
             raise InputError(f"text model {model.name}: unknown backend {model.backend!r}; use openai or llamacpp")
         self.client = SyncClient(model_spec(model), RetryPolicy(max_retries=model.max_retries, backoff_s=1.0,
-                                                                max_backoff_s=30.0, timeout_s=model.timeout_s))
+                                                                max_backoff_s=30.0, timeout_s=model.timeout_s,
+                                                                timeout_key=f"text_pairing.models.{model.name}.timeout_s"))
 
     def reply(self, messages: list[dict[str, str]], seed: int, slot: int | None = None, reuse: bool = False) -> str:
         """The next turn; ``slot`` (0 or 1, one per speaker) and ``reuse`` (not on a speaker's first
