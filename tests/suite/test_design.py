@@ -81,3 +81,72 @@ def test_design_table_round_trips(tmp_path):
     path = tmp_path / "design" / "conversations.tsv"
     write_design(rows, path)
     assert read_design(path) == rows
+
+
+# ---------------------------------------------------------------- ids cannot collide (issue 23, item 6)
+
+def _collision_config(models: list[str]) -> dict:
+    from conftest import scripted_config
+
+    cfg = scripted_config(models={m: {"adapter": "scripted", "params": {"script": []}} for m in models})
+    cfg["suites"]["t"]["cross_play_only"] = False
+    return cfg
+
+
+def test_schema_refuses_model_names_that_would_make_two_rows_one_id(tmp_path):
+    """`p`, `q__r`, `p__q`, `r`: p + q__r and p__q + r gave one id, 22 conversations instead of 24."""
+    import pytest
+    from dyafdb.errors import InputError
+
+    for bad in ("q__r", "p_", "a___b"):
+        path = tmp_path / f"{bad}.yaml"
+        path.write_text(yaml.safe_dump(_collision_config(["p", bad])))
+        with pytest.raises(InputError) as err:
+            load_config(path)
+        msg = str(err.value)
+        assert str(path) in msg and f"'{bad}'" in msg and "'__'" in msg and "rename" in msg, msg
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(yaml.safe_dump(_collision_config(["p", "q_r", "model_2b"])))
+    load_config(ok)
+
+
+def test_scenario_schema_refuses_ids_with_the_id_separator(tmp_path):
+    import pytest
+    from conftest import scenario_doc
+    from dyafdb.errors import InputError
+    from dyafdb.suite.scenarios import load_scenario
+
+    doc = {**scenario_doc("T1-1"), "id": "t1-1-a__b"}  # already refused before issue 23: a guard
+    path = tmp_path / "scenarios" / "T1-1" / "t1-1-a__b.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(InputError, match=r"t1-1-a__b"):
+        load_scenario(path)
+
+
+def test_design_refuses_two_rows_with_one_id_naming_both(tmp_path):
+    """Without the schema (a config built in code), the design itself refuses a collision."""
+    import pytest
+    from dyafdb.errors import InputError
+
+    write_suite(tmp_path, archetypes=["T1-1"], per_archetype=1)
+    cfg = _collision_config(["p", "q__r", "p__q", "r"])
+    cfg["bridge"]["lead_in_s"] = 1.5
+    with pytest.raises(InputError) as err:
+        build_design(cfg, tmp_path)
+    msg = str(err.value)
+    assert "p__q__r" in msg and "model_a p, model_b q__r" in msg and "model_a p__q, model_b r" in msg, msg
+    assert "suites.t" in msg and "rename" in msg
+
+
+def test_design_refuses_windows_that_print_alike_but_still_merges_a_repeated_row(tmp_path):
+    import pytest
+    from dyafdb.errors import InputError
+
+    write_suite(tmp_path, archetypes=["T1-1"], per_archetype=1)
+    cfg = _collision_config(["p", "q"])
+    cfg["suites"]["w"] = {**cfg["suites"]["t"], "window_s": 4.0000001}
+    with pytest.raises(InputError, match=r"suites\.t and suites\.w.*window_s 4\b.*window_s 4\.0000001"):
+        build_design(cfg, tmp_path)
+    cfg["suites"]["w"]["window_s"] = 4.0  # the same conversation twice: one row, as before
+    assert len(build_design(cfg, tmp_path)) == len(build_design(_collision_config(["p", "q"]), tmp_path))

@@ -94,8 +94,31 @@ def _select_scenarios(suite_name: str, suite: dict[str, Any], by_archetype: dict
     return chosen
 
 
+_IDENTITY = ("scenario", "model_a", "model_b", "opener", "repetition", "window_s")
+
+
+def _check_same_conversation(kept: Conversation, suite_name: str, scenario: str, model_a: str, model_b: str,
+                             opener: str, repetition: int, window_s: float) -> None:
+    """A second row with ``kept``'s id must be the same conversation, or one of the two would be dropped."""
+    new = dict(zip(_IDENTITY, (scenario, model_a, model_b, opener, repetition, window_s)))
+    if all(getattr(kept, k) == v for k, v in new.items()):
+        return
+
+    def fields(values: dict[str, Any]) -> str:
+        return ", ".join(f"{k} {v:.15g}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items())
+
+    raise InputError(
+        f"config: suites.{kept.suite} and suites.{suite_name} make two different conversations with one id "
+        f"{kept.conversation_id!r}: ({fields({k: getattr(kept, k) for k in _IDENTITY})}) and ({fields(new)}); "
+        "rename the models or scenarios so no name holds '__' or starts or ends with '_' (ids join names with "
+        "'__'), or give the suites windows that differ in their first 6 digits")
+
+
 def build_design(config: dict[str, Any], root: Path | None = None) -> list[Conversation]:
-    """Every conversation of every enabled suite, in a stable order; duplicate ids are merged."""
+    """Every conversation of every enabled suite, in a stable order.
+
+    A row that two suites both make (same scenario, models, opener, repetition and window) is kept
+    once; two different rows with one id are refused, naming both."""
     root = Path(root or ".")
     scenarios_dir = root / config["scenarios_dir"]
     rows: dict[str, Conversation] = {}
@@ -119,6 +142,8 @@ def build_design(config: dict[str, Any], root: Path | None = None) -> list[Conve
                 for (model_a, model_b), opener, rep in itertools.product(assignments, ("a", "b"), range(1, suite["repetitions"] + 1)):
                     cid = conversation_id(scenario.id, model_a, model_b, opener, rep, suite["window_s"])
                     if cid in rows:
+                        _check_same_conversation(rows[cid], suite_name, scenario.id, model_a, model_b, opener, rep,
+                                                 float(suite["window_s"]))
                         continue  # e.g. a window suite that repeats the main window
                     rows[cid] = Conversation(
                         conversation_id=cid, suite=suite_name, archetype=scenario.archetype, scenario=scenario.id,
