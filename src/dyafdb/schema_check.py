@@ -16,7 +16,39 @@ from dyafdb.errors import InputError
 
 # libyaml's loader parses the 180 scenario files about ten times faster than the pure-Python one;
 # every job that builds the design table reads them all.
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """One mapping gives a key twice: YAML forbids it, PyYAML would keep the last value silently."""
+
+    def __init__(self, key: Any, line: int, first_line: int):
+        super().__init__(None, None, f"key {key!r} appears twice in one mapping (line {first_line} and line {line})")
+        self.key, self.line, self.first_line = key, line, first_line
+
+
+class StrictLoader(_FAST_LOADER):  # type: ignore[misc, valid-type]
+    """The fast safe loader, refusing duplicate keys (``window_s: 4`` then ``window_s: 30``).
+
+    Only the parse tree's mapping is checked, so libyaml still does the parsing; merge keys (``<<``)
+    may still be overridden by the mapping's own keys, as YAML intends."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                if key in seen:
+                    raise DuplicateKeyError(key, key_node.start_mark.line + 1, seen[key])
+            except TypeError:
+                continue  # an unhashable key: the base class names it
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
+YAML_LOADER = StrictLoader
 
 
 @lru_cache(maxsize=None)
@@ -128,5 +160,9 @@ def read_yaml(path: Path) -> Any:
                          "save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)") from None
     try:
         return yaml.load(text, Loader=YAML_LOADER)
+    except DuplicateKeyError as exc:
+        raise InputError(f"{path}: line {exc.line}: key {exc.key!r} appears twice in one mapping (first on line "
+                         f"{exc.first_line}); delete the one you do not mean (nothing is read from a file that "
+                         "gives a key twice)") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {exc}") from None
