@@ -7,6 +7,7 @@ value and what is allowed, instead of surfacing hours later inside a cluster job
 from __future__ import annotations
 
 import copy
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
@@ -115,3 +116,17 @@ def float_section(cls: type, config: Mapping[str, Any], section: str) -> Any:
     keys the section leaves out keep the dataclass defaults."""
     raw = dict(config.get(section) or {})
     return cls(**{k: float(v) for k, v in raw.items() if k in cls.__dataclass_fields__})
+
+
+# How the workflow hands its config to every job without putting a path in a rule's params or
+# shell command (Snakemake reruns a job when either changes, so a copied config or a moved checkout
+# would re-record the whole suite): the Snakefile sets these, `dyafdb <stage>` reads them when no
+# -c is given, and SLURM jobs inherit them (the executor submits with --export=ALL).
+CONFIG_ENV = "DYAFDB_CONFIG"  # config files, os.pathsep-separated, merged in order
+OVERRIDES_ENV = "DYAFDB_CONFIG_OVERRIDES"  # a JSON object merged over them (snakemake --config)
+
+
+def config_from_environment() -> tuple[list[Path], str | None]:
+    """The config files and overrides the workflow set for its jobs ([] and None outside one)."""
+    paths = [Path(p) for p in os.environ.get(CONFIG_ENV, "").split(os.pathsep) if p]
+    return paths, os.environ.get(OVERRIDES_ENV) or None

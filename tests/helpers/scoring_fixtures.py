@@ -36,11 +36,21 @@ def channel_audio(segments: Sequence[Interval], ticks: int, amplitude: float = 0
 
 
 def meta_for(conversation_id: str, archetype: str, scenario: str, opener: str = "a", attempt: int = 1,
-             models: tuple[str, str] = ("model_x", "model_y"), ticks: int = 0) -> dict[str, Any]:
+             models: tuple[str, str] = ("model_x", "model_y"), ticks: int = 0, lead_in_s: float = 1.5,
+             window_s: float | None = None) -> dict[str, Any]:
+    """What record_conversation writes, less the provenance digests (a recording of an older version):
+    the lead-in and window are the design's (the window read from the id's ``__<w>s`` suffix)."""
+    import re
+
+    from dyafdb.clock import seconds_to_ticks
     from dyafdb.suite.scenarios import ARCHETYPE_ROLES
 
     roles = ARCHETYPE_ROLES[archetype]
+    if window_s is None:
+        found = re.search(r"__([0-9p]+)s$", conversation_id)
+        window_s = float(found.group(1).replace("p", ".")) if found else ticks * FRAME_SECONDS
     return {
+        "lead_in_ticks": seconds_to_ticks(lead_in_s), "window_ticks": seconds_to_ticks(window_s),
         "conversation_id": conversation_id, "suite": "t", "archetype": archetype, "scenario": scenario,
         "pairing": f"{models[0]}+{models[1]}", "play": "cross", "repetition": 1, "opener": opener, "attempt": attempt,
         "sample_rate": SAMPLE_RATE, "frame_samples": FRAME_SAMPLES, "frame_seconds": FRAME_SECONDS,

@@ -22,7 +22,6 @@ rule analysis_runs:
     output:
         R.analysis_runs("{task}"),
     params:
-        cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("main_judge", "second_judge"),
     log:
         R.log("analysis", "runs_{task}"),
@@ -36,7 +35,7 @@ rule analysis_runs:
         runtime=10,
         **CPU_SITE,
     shell:
-        "dyafdb analysis runs {params.cfg} --archetype {wildcards.task} --out {output} > {log} 2>&1"
+        "dyafdb analysis runs --archetype {wildcards.task} --out {output:q} > {log:q} 2>&1"
 
 
 # One rule per declared table (@table in dyafdb.analysis.products; dyafdb.analysis.registry): its
@@ -60,7 +59,6 @@ for _table in ANALYSIS_PLAN.generated_tables():
                 subcategory=_table.subcategory or None,
             ),
         params:
-            cfg=CONFIG_ARGS,
             settings=ANALYSIS_PLAN.settings(*_table.settings),
             product=_table.name,
             options=_table.command_options,
@@ -89,7 +87,6 @@ rule analysis_agreement:
         tsv=R.analysis_table("agreement"),
         html=report(R.analysis_table("agreement", "html"), caption="../report/agreement.rst", category="Judge agreement"),
     params:
-        cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s", "main_judge", "second_judge", "human_labels"),
     log:
         R.log("analysis", "agreement"),
@@ -102,8 +99,8 @@ rule analysis_agreement:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb analysis agreement {params.cfg} --measures {input.measures} --out {output.tsv}"
-        " --html {output.html} > {log} 2>&1"
+        "dyafdb analysis agreement --measures {input.measures:q} --out {output.tsv:q}"
+        " --html {output.html:q} > {log:q} 2>&1"
 
 
 rule analysis_versions:
@@ -111,7 +108,6 @@ rule analysis_versions:
         versions=report(R.analysis_file("versions.tsv"), caption="../report/versions.rst", category="Provenance"),
         config=report(R.analysis_file("config.yaml"), caption="../report/config.rst", category="Provenance"),
     params:
-        cfg=CONFIG_ARGS,
         settings=json.dumps(config, sort_keys=True, default=str),
     log:
         R.log("analysis", "versions"),
@@ -122,7 +118,7 @@ rule analysis_versions:
         runtime=2,
         **CPU_SITE,
     shell:
-        "dyafdb analysis versions {params.cfg} --out {output.versions} --config-out {output.config} > {log} 2>&1"
+        "dyafdb analysis versions --out {output.versions:q} --config-out {output.config:q} > {log:q} 2>&1"
 
 
 # ---------------------------------------------------------------- figures (each from its table)
@@ -141,7 +137,6 @@ for _name, (_kind, _inputs, _category) in ANALYSIS_PLAN.figures().items():
                 for ext, path in ANALYSIS_PLAN.figure_files(_name).items()
             },
         params:
-            cfg=CONFIG_ARGS,
             kind=_kind,
             prefix=lambda wildcards, output: os.path.splitext(output.png)[0],
             settings=ANALYSIS_PLAN.settings("figure_formats", "dpi"),
@@ -156,7 +151,7 @@ for _name, (_kind, _inputs, _category) in ANALYSIS_PLAN.figures().items():
             runtime=5,
             **CPU_SITE,
         shell:
-            "dyafdb analysis figure {params.kind} {params.cfg} --input {input} --out-prefix {params.prefix} > {log} 2>&1"
+            "dyafdb analysis figure {params.kind} --input {input:q} --out-prefix {params.prefix:q} > {log:q} 2>&1"
 
 
 # ---------------------------------------------------------------- the report
@@ -173,7 +168,6 @@ rule analysis_report:
     output:
         R.report,
     params:
-        cfg=CONFIG_ARGS,
         captions=lambda wildcards, input: os.path.dirname(input.captions[0]) if input.captions else "",
     log:
         R.log("analysis", "report"),
@@ -184,8 +178,8 @@ rule analysis_report:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb analysis report {params.cfg} --tables {input.tables} --figures {input.figures} --captions {params.captions}"
-        " --versions {input.versions} --config-file {input.config} --out {output} > {log} 2>&1"
+        "dyafdb analysis report --tables {input.tables:q} --figures {input.figures:q} --captions {params.captions:q}"
+        " --versions {input.versions:q} --config-file {input.config:q} --out {output:q} > {log:q} 2>&1"
 
 
 FINAL_TARGETS.append(R.report)

@@ -1,16 +1,15 @@
 import functools
-import hashlib
 import json
 import os
 import shlex
 from pathlib import Path
 
-from dyafdb.config import config_overrides, validate_config
+from dyafdb.config import CONFIG_ENV, OVERRIDES_ENV, config_overrides, validate_config
 from snakemake.exceptions import WorkflowError
 from dyafdb.paths import Results
 from dyafdb.suite.design import build_design
 from dyafdb.suite.ids import ID_PATTERN
-from dyafdb.record.garble import garble_params
+from dyafdb.record.spec import inputs_digest, recording_inputs
 
 CONFIG_FILES = [str(p) for p in (workflow.overwrite_configfiles or ["config/config.yaml"])]
 # Validate before planning anything: a typo stops here with the key, the value and what is allowed.
@@ -20,17 +19,19 @@ RESULTS = config["results_dir"]
 # Every results path (logs and benchmarks included) comes from dyafdb.paths.
 R = Results(RESULTS)
 SCENARIOS = config["scenarios_dir"]
-# Every command re-reads the same config files, so a job computes exactly what the plan computed.
-CONFIG_ARGS = " ".join(f"--config {shlex.quote(p)}" for p in CONFIG_FILES)
+# Every job re-reads the same config files, so it computes exactly what the plan computed. They
+# reach the jobs through the environment (dyafdb.config.CONFIG_ENV), never through a rule's params
+# or shell command: Snakemake reruns a job when either changes, and a path would make a copied
+# config or a moved checkout re-record the whole suite. What a job's output depends on is in its
+# params as content (record: dyafdb.record.spec; score, judge, analysis: their settings).
+os.environ[CONFIG_ENV] = os.pathsep.join(str(Path(p).resolve()) for p in CONFIG_FILES)
 # Snakemake folds the --configfile contents into its overrides too; pass on only what `--config
-# key=value` really changed, or every job's params would carry the whole config and any edit would
-# rerun everything, recordings included.
+# key=value` really changed.
 CLI_OVERRIDES = config_overrides(CONFIG_FILES, workflow.config_settings.overwrite_config or {})
 if CLI_OVERRIDES:
-    CONFIG_ARGS = f"{CONFIG_ARGS} --override-json {shlex.quote(json.dumps(CLI_OVERRIDES, sort_keys=True))}"
-
-# Lint prefers the literal `dyafdb` and `params: cfg=CONFIG_ARGS` in shell commands; kept for older rules.
-DYAFDB = "dyafdb"
+    os.environ[OVERRIDES_ENV] = json.dumps(CLI_OVERRIDES, sort_keys=True)
+else:
+    os.environ.pop(OVERRIDES_ENV, None)
 
 CONVERSATIONS = {row.conversation_id: row for row in build_design(config)}
 CONVERSATION_IDS = sorted(CONVERSATIONS)
@@ -139,23 +140,11 @@ def pair_models(wildcards):
 
 
 def record_params(wildcards):
-    """What a recording depends on besides its scenario: the two models' settings, the bridge and,
-    for conversations with a checked model only, the garble watcher (a threshold change re-records
-    just those)."""
+    """What a recording is made from, as one digest (dyafdb.record.spec: its design row, its two
+    models' entries, its scenario's content, the lead-in, the garble watcher's settings where a
+    model is checked); meta.json records the same digest, so the plan and the files agree."""
     row = conversation(wildcards)
-    return _record_digest(row.model_a, row.model_b, garble_params(config, row))
-
-
-@functools.lru_cache(maxsize=None)
-def _record_digest(model_a, model_b, garble):
-    spec = {
-        "models": {m: model_spec(m) for m in (model_a, model_b)},
-        "bridge": {"lead_in_s": config["bridge"]["lead_in_s"]},
-    }
-    if garble:
-        spec["garble"] = garble
-    # A digest, not the JSON: short in job metadata, and no braces for Snakemake to read as wildcards.
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    return inputs_digest(recording_inputs(config, row))
 
 
 def start_local_engines():

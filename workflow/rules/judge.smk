@@ -16,7 +16,6 @@ rule judge:
     output:
         JUDGING.output,
     params:
-        cfg=CONFIG_ARGS,
         spec=JUDGING.spec,
     log:
         R.log("judge", "{judge}", "{archetype}", "{question}"),
@@ -34,8 +33,8 @@ rule judge:
         runtime=240,
         **CPU_SITE,
     shell:
-        "dyafdb judge {params.cfg} --judge {wildcards.judge} --archetype {wildcards.archetype}"
-        " --question {wildcards.question} --out {output} > {log} 2>&1"
+        "dyafdb judge --judge {wildcards.judge} --archetype {wildcards.archetype}"
+        " --question {wildcards.question} --out {output:q} > {log:q} 2>&1"
 
 
 # Final targets too, not only inputs of measures.tsv: Snakemake leaves a missing intermediate file

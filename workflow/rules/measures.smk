@@ -6,8 +6,6 @@ rule measures_table:
         judge=JUDGING.outputs,
     output:
         R.measures_table,
-    params:
-        cfg=CONFIG_ARGS,
     log:
         R.log("measures_table"),
     benchmark:
@@ -19,7 +17,7 @@ rule measures_table:
         runtime=30,
         **CPU_SITE,
     shell:
-        "dyafdb measures {params.cfg} --mechanical {input.mechanical} --out {output} > {log} 2>&1"
+        "dyafdb measures --mechanical {input.mechanical:q} --out {output:q} > {log:q} 2>&1"
 
 
 FINAL_TARGETS.append(R.measures_table)

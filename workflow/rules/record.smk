@@ -34,7 +34,7 @@ rule engine:
     # (record jobs wait until it listens, DYAFDB_ENGINES_WAIT_S) and the engine replaces it once loaded.
     shell:
         'mkdir -p "$(dirname {output.sock:q})" && rm -f {output.sock:q} && touch {output.sock:q}'
-        " && exec {params.argv} > {log} 2>&1"
+        " && exec {params.argv} > {log:q} 2>&1"
 
 
 rule record:
@@ -48,7 +48,6 @@ rule record:
         # one instead of four made the main suite's dry-run ~0.7 of its CPU time (bench/bench_dryrun.py).
         meta=R.recording_file("{conversation}", "meta.json"),
     params:
-        cfg=CONFIG_ARGS,
         spec=record_params,
         engines=ENGINE_GROUPS.record_env,
     log:
@@ -73,9 +72,9 @@ rule record:
     shell:
         # Constant strings and wildcards only: a param function would cost every one of the 7,560
         # jobs a call while Snakemake plans. `record` puts the conversation in its shard of --out.
-        "{params.engines} dyafdb record {params.cfg} --id {wildcards.conversation}"
+        "{params.engines} dyafdb record --id {wildcards.conversation}"
         f" --out {shlex.quote(R.recordings)}"
-        f" --log-dir {shlex.quote(R.worker_log_dir('{wildcards.conversation}'))} --no-progress > {{log}} 2>&1"
+        f" --log-dir {shlex.quote(R.worker_log_dir('{wildcards.conversation}'))} --no-progress > {{log:q}} 2>&1"
 
 
 # No final target of its own: every recording is upstream of measures.tsv (a final target), and

@@ -20,7 +20,6 @@ rule score:
         # stands for the other three (every declared file costs the plan per job, as in `record`).
         measures=R.measures_json("{conversation}"),
     params:
-        cfg=CONFIG_ARGS,
         settings=SCORING.score_settings,
     log:
         R.conversation_log("score", "{conversation}"),
@@ -40,7 +39,7 @@ rule score:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb score all {params.cfg} --id {wildcards.conversation} > {log} 2>&1"
+        "dyafdb score all --id {wildcards.conversation} > {log:q} 2>&1"
 
 
 # One archetype's mechanical measures (every conversation's VAD, turn-taking, occupancy and leak
@@ -53,8 +52,6 @@ rule mechanical_table:
         SCORING.archetype_measures,
     output:
         SCORING.mechanical_table,
-    params:
-        cfg=CONFIG_ARGS,
     log:
         R.log("mechanical_table", "{archetype}"),
     benchmark:
@@ -68,4 +65,4 @@ rule mechanical_table:
         runtime=15,
         **CPU_SITE,
     shell:
-        "dyafdb measures {params.cfg} --archetype {wildcards.archetype} --no-judge --out {output} > {log} 2>&1"
+        "dyafdb measures --archetype {wildcards.archetype} --no-judge --out {output:q} > {log:q} 2>&1"

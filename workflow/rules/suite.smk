@@ -3,8 +3,6 @@ rule design:
         scenarios=sorted({f"{SCENARIOS}/{r.archetype}/{r.scenario}.yaml" for r in CONVERSATIONS.values()}),
     output:
         R.design,
-    params:
-        cfg=CONFIG_ARGS,
     log:
         R.log("design"),
     conda:
@@ -14,7 +12,7 @@ rule design:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb suite design {params.cfg} --out {output} > {log} 2>&1"
+        "dyafdb suite design --out {output:q} > {log:q} 2>&1"
 
 
 FINAL_TARGETS.append(R.design)

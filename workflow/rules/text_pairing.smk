@@ -8,7 +8,6 @@ rule text_pair_generate:
     output:
         R.text_conversations("{task}"),
     params:
-        cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.text_settings(),
     log:
         R.log("text_pairing", "generate_{task}"),
@@ -22,7 +21,7 @@ rule text_pair_generate:
         runtime=120,
         **CPU_SITE,
     shell:
-        "dyafdb text-pairing generate {params.cfg} --archetype {wildcards.task} --out {output} > {log} 2>&1"
+        "dyafdb text-pairing generate --archetype {wildcards.task} --out {output:q} > {log:q} 2>&1"
 
 
 rule text_pair_score:
@@ -32,7 +31,6 @@ rule text_pair_score:
     output:
         R.text_measures("{task}"),
     params:
-        cfg=CONFIG_ARGS,
         judge=ANALYSIS_PLAN.text_judge(),
     log:
         R.log("text_pairing", "score_{task}"),
@@ -46,7 +44,7 @@ rule text_pair_score:
         runtime=120,
         **CPU_SITE,
     shell:
-        "dyafdb text-pairing score {params.cfg} --conversations {input.conversations} --out {output} > {log} 2>&1"
+        "dyafdb text-pairing score --conversations {input.conversations:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule text_pair_table:
@@ -57,7 +55,6 @@ rule text_pair_table:
         tsv=R.analysis_table("text_pairing"),
         html=report(R.analysis_table("text_pairing", "html"), caption="../report/text_pairing.rst", category="Text pairing"),
     params:
-        cfg=CONFIG_ARGS,
         settings=ANALYSIS_PLAN.settings("main_suite", "main_window_s"),
     log:
         R.log("analysis", "text_pairing"),
@@ -70,5 +67,5 @@ rule text_pair_table:
         runtime=5,
         **CPU_SITE,
     shell:
-        "dyafdb text-pairing table {params.cfg} --runs {input.runs} --text-measures {input.text}"
-        " --out {output.tsv} --html {output.html} > {log} 2>&1"
+        "dyafdb text-pairing table --runs {input.runs:q} --text-measures {input.text:q}"
+        " --out {output.tsv:q} --html {output.html:q} > {log:q} 2>&1"

@@ -19,7 +19,6 @@ rule view:
     output:
         VIEW_INDEX,
     params:
-        cfg=CONFIG_ARGS,
         settings=json.dumps(VIEWER.to_json(), sort_keys=True),
     log:
         R.log("view"),
@@ -33,7 +32,7 @@ rule view:
         runtime=10 + int(VIEW_AUDIO_MIN * 1.5 / VIEW_THREADS / 60),
         **CPU_SITE,
     shell:
-        "dyafdb viewer {params.cfg} --jobs {threads} > {log} 2>&1"
+        "dyafdb viewer --jobs {threads} > {log:q} 2>&1"
 
 
 if VIEWER.build:

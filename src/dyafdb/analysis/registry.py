@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -97,13 +98,13 @@ class TableSpec:
     # rule's ``shell:`` expression again at run time, when the loop has moved on (every generated rule
     # then ran the last table's command). So the command is one constant string and what differs per
     # table comes through params, fixed when the rule is made.
-    SHELL = "dyafdb analysis {params.product} {params.cfg} --runs {input} {params.options} --html {output.html} > {log} 2>&1"
+    SHELL = "dyafdb analysis {params.product} --runs {input:q} {params.options} --html {output.html:q} > {log:q} 2>&1"
 
     def command_options(self, wildcards: Any, output: Any) -> str:
         """One job's product options, in the order they always had (``--task T2 --out ... --effects ...``)."""
         parts = [f"--{w} {getattr(wildcards, w)}" for w in self.needs if w == self.wildcard]
-        parts.append(f"--out {output.tsv}")
-        parts += [f"--{o} {getattr(output, o)}" for o in self.outputs]
+        parts.append(f"--out {shlex.quote(str(output.tsv))}")
+        parts += [f"--{o} {shlex.quote(str(getattr(output, o)))}" for o in self.outputs]
         return " ".join(parts)
 
 

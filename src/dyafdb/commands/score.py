@@ -34,11 +34,16 @@ def run(args: argparse.Namespace) -> int:
     from dyafdb.score.conversation import score_conversation
     from dyafdb.suite.ids import check_id
 
+    from dyafdb.suite.design import build_design
+
     config = load_configs(args)
     stages = STAGES[args.stage]
+    # Each recording is checked against its design row (score.check.check_identity); an id outside
+    # the design (a recording made by hand) is checked against its own folder name only.
+    design = {row.conversation_id: row for row in build_design(config, args.root)}
     for cid in map(check_id, args.ids):
         t0 = time.perf_counter()
-        paths = score_conversation(config, args.root, cid, stages)
+        paths = score_conversation(config, args.root, cid, stages, row=design.get(cid))
         wrote = {"segments": paths.segments, "transcript": paths.transcript_txt, "measures": paths.measures}
         print(f"{cid}: {', '.join(str(wrote[s]) for s in stages)} ({(time.perf_counter() - t0) * 1000:.0f} ms)")
     return 0

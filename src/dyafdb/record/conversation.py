@@ -15,7 +15,9 @@ from dyafdb.paths import sharded
 from dyafdb.record.bridge import SIDES, run_bridge
 from dyafdb.clock import FRAME_SECONDS, SAMPLE_RATE, FRAME_SAMPLES, seconds_to_ticks, tick_to_seconds
 from dyafdb.suite.design import Conversation, derive_seed
+from dyafdb.provenance import code_version
 from dyafdb.record.recording import write_recording
+from dyafdb.record.spec import inputs_digest, recording_inputs
 from dyafdb.suite.scenarios import Scenario, find_scenario
 
 
@@ -142,6 +144,7 @@ def record_conversation(config: dict[str, Any], row: Conversation, out_dir: Path
     """Record ``row`` into ``out_dir`` (atomically); returns the meta written."""
     attempt = attempt or row.attempt
     scenario = find_scenario(root / config["scenarios_dir"], row.scenario)
+    inputs = recording_inputs(config, row, root)
     window_ticks = seconds_to_ticks(row.window_s)
     lead_in_ticks = seconds_to_ticks(config["bridge"]["lead_in_s"])
     sessions = build_sessions(row, scenario, attempt, window_ticks)
@@ -175,6 +178,8 @@ def record_conversation(config: dict[str, Any], row: Conversation, out_dir: Path
         "step_wall_s": {k: round(v, 3) for k, v in result.step_wall_s.items()},
         "suppressed_text": result.suppressed_text,
         "dyafdb_version": __version__,
+        # What this recording was made from (dyafdb.record.spec); write_files adds its own digest.
+        "provenance": {"inputs": inputs, "spec": inputs_digest(inputs), "code": code_version()},
         "host": {"python": platform.python_version(), "machine": platform.machine(), "pid": os.getpid(),
                  "slurm_job_id": os.environ.get("SLURM_JOB_ID")},
         "created_utc": started.isoformat(timespec="seconds"),

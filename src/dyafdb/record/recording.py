@@ -31,6 +31,7 @@ import soundfile as sf
 
 from dyafdb.clock import FRAME_SAMPLES, SAMPLE_RATE, tick_to_seconds
 from dyafdb.errors import InputError
+from dyafdb.provenance import digest_files
 
 FORMAT = "dyafdb-recording/1"
 FILES = ("audio.wav", "text.jsonl", "meta.json")
@@ -135,7 +136,16 @@ def write_files(rec: Recording, folder: Path, extra_meta: Mapping[str, Any] | No
     with open(folder / "text.jsonl", "w", encoding="utf-8") as fh:
         for token in rec.tokens:
             fh.write(json.dumps(token.to_json(), ensure_ascii=False) + "\n")
-    return write_meta(folder, {**rec.meta, **(extra_meta or {})})
+    meta = {**rec.meta, **(extra_meta or {})}
+    # The digest of what was just written: everything computed from this recording carries it, so a
+    # later stage can tell this recording from another one put in its place.
+    meta["provenance"] = {**(meta.get("provenance") or {}), "recording": recording_digest(folder)}
+    return write_meta(folder, meta)
+
+
+def recording_digest(folder: Path) -> str:
+    """The digest of a recording's audio and text (docs/formats.md, "Provenance")."""
+    return digest_files([Path(folder) / "audio.wav", Path(folder) / "text.jsonl"])
 
 
 def write_meta(folder: Path, meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,12 +15,80 @@ import numpy as np
 
 from dyafdb.clock import FRAME_SAMPLES, SAMPLE_RATE
 from dyafdb.errors import InputError
-from dyafdb.record.recording import CHANNELS, Recording
+from dyafdb.record.recording import CHANNELS, Recording, recording_digest
+from dyafdb.record.spec import expected_ticks, recording_inputs
+from dyafdb.suite.design import Conversation
 
 
 def rerecord_fix(directory: Path) -> str:
-    return (f"record the conversation again (`dyafdb record --id {Path(directory).name}`; under Snakemake delete "
-            f"{Path(directory) / 'meta.json'} and rerun)")
+    return (f"record the conversation again (`dyafdb record --id {Path(directory).name}`; under Snakemake delete the "
+            f"folder {directory} and rerun: the workflow plans a missing recording again, and everything after it)")
+
+
+def check_identity(config: Mapping[str, Any], meta: Mapping[str, Any], conversation_id: str,
+                   row: Conversation | None, directory: Path, root: Path | str = ".") -> None:
+    """Refuse a recording that is not the one asked for: another conversation's folder copied into
+    this one, swapped or missing channels, another lead-in or window, or one made from other inputs
+    than the design row, models and scenario say now (dyafdb.record.spec).
+
+    ``row`` is None for a recording outside the design (recorded by hand): only its id is checked.
+    Recordings made before provenance existed (no ``provenance`` field) get every check but the digests.
+    """
+    directory = Path(directory)
+    meta_path = directory / "meta.json"
+    fix = rerecord_fix(directory)
+
+    def refuse(field: str, got: Any, want: Any, why: str) -> None:
+        raise InputError(f"{meta_path}: field {field} = {got!r}, expected {want!r}: {why}; {fix}")
+
+    if meta.get("conversation_id") != conversation_id:
+        refuse("conversation_id", meta.get("conversation_id"), conversation_id,
+               "the folder holds another conversation's recording")
+    if row is None:
+        return
+    channels = meta.get("channels")
+    want_channels = [(0, "a", row.model_a), (1, "b", row.model_b)]
+    got_channels = ([(c.get("index"), c.get("side"), c.get("model")) if isinstance(c, Mapping) else c for c in channels]
+                    if isinstance(channels, list) else channels)
+    if got_channels != want_channels:
+        refuse("channels", got_channels, want_channels,
+               "channel 0 must be side a and channel 1 side b, each with the model the design gives it")
+    for field, want in expected_ticks(config, row).items():
+        got = meta.get(field)
+        if isinstance(got, bool) or not isinstance(got, int) or got != want:
+            refuse(field, got, want, "the design and the bridge settings give another length")
+    provenance = meta.get("provenance")
+    if not isinstance(provenance, Mapping):
+        if provenance is None:
+            return  # made before provenance was recorded
+        refuse("provenance", provenance, "a mapping of digests", "the field is damaged")
+    if "inputs" not in provenance:
+        return  # written outside record_conversation (a test fixture, a converted recording): no inputs to check
+    inputs = provenance["inputs"]
+    if not isinstance(inputs, Mapping):
+        refuse("provenance.inputs", inputs, "the digests of its design row, models and scenario", "the field is damaged")
+    expected = recording_inputs(config, row, root)
+    for key in sorted(set(expected) | set(inputs)):
+        if inputs.get(key) != expected.get(key):
+            what = {"design_row": "its design row", "models": "a model's config entry", "scenario": "its scenario file",
+                    "bridge": "the bridge's lead-in", "garble": "the garble watcher's settings"}.get(key, key)
+            refuse(f"provenance.inputs.{key}", inputs.get(key), expected.get(key),
+                   f"the recording is stale: {what} changed since it was made")
+
+
+def check_recording_digest(meta: Mapping[str, Any], directory: Path) -> str | None:
+    """The recording's digest, checked against the one meta.json recorded (None for recordings made
+    before provenance): audio or text replaced after recording is refused."""
+    directory = Path(directory)
+    recorded = (meta.get("provenance") or {}).get("recording") if isinstance(meta.get("provenance"), Mapping) else None
+    if recorded is None:
+        return None
+    actual = recording_digest(directory)
+    if actual != recorded:
+        raise InputError(f"{directory / 'meta.json'}: field provenance.recording = {recorded!r}, but audio.wav and "
+                         f"text.jsonl have digest {actual!r}: they were replaced or edited after recording; "
+                         f"{rerecord_fix(directory)}")
+    return actual
 
 
 def check_recording(config: Mapping[str, Any], rec: Recording, directory: Path) -> None:

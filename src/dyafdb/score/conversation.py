@@ -22,10 +22,12 @@ import yaml
 
 from dyafdb.fileio import read_json, write_json_atomic, write_text_atomic
 from dyafdb.paths import results_of
-from dyafdb.score.check import check_recording
+from dyafdb.errors import InputError
+from dyafdb.score.check import check_identity, check_recording, check_recording_digest
 from dyafdb.score.tasks import find_leak, occupancy
 from dyafdb.score.health.measure import HealthParams, measure_health
-from dyafdb.record.recording import Recording, read_recording
+from dyafdb.record.recording import Recording, read_recording, recording_digest
+from dyafdb.suite.design import Conversation, build_design
 from dyafdb.suite.scenarios import find_scenario
 from dyafdb.schema_check import YAML_LOADER
 from dyafdb.score.transcript import TranscriptParams, build_transcript, identifying_names, render
@@ -106,30 +108,49 @@ def _secret_for(config: Mapping[str, Any], root: Path, meta: Mapping[str, Any]) 
 
 
 def score_conversation(config: Mapping[str, Any], root: Path, conversation_id: str,
-                       stages: Iterable[str] = STAGES) -> ConversationPaths:
+                       stages: Iterable[str] = STAGES, row: Conversation | None = None) -> ConversationPaths:
     """Run the requested stages for one conversation; a stage run alone reads its input files."""
     stages = [s for s in STAGES if s in set(stages)]
     paths = conversation_paths(config, root, conversation_id)
     rec = read_recording(paths.recording)
-    check_recording(config, rec, paths.recording)  # before any output, so a refusal leaves none behind
+    # Before any output, so a refusal leaves none behind: the files agree with each other, they are
+    # the conversation asked for, and they are what meta.json says was recorded.
+    check_recording(config, rec, paths.recording)
+    if row is None:  # a caller that did not look the row up (the command passes it, built once)
+        row = {r.conversation_id: r for r in build_design(config, root)}.get(conversation_id)
+    check_identity(config, rec.meta, conversation_id, row, paths.recording, root)
+    provenance = {"conversation_id": conversation_id,
+                  "recording": check_recording_digest(rec.meta, paths.recording) or recording_digest(paths.recording)}
     ticks = rec.ticks
     if "segments" in stages:
         vad = VadParams.from_config(config)
         segments = compute_segments(rec, vad)
-        write_json_atomic(paths.segments, segments_doc(conversation_id, segments, ticks, vad), indent=None)
+        write_json_atomic(paths.segments, {"provenance": provenance, **segments_doc(conversation_id, segments, ticks, vad)},
+                          indent=None)
     else:
+        check_made_from(paths.segments, provenance)
         segments, ticks = read_segments(paths.segments)
     if "transcript" in stages:
         doc = build_transcript(segments, rec.tokens, rec.meta.get("opener", "a"),
                                TranscriptParams.from_config(config), identifying_names(config))
-        write_json_atomic(paths.transcript_json, doc, indent=None)
+        write_json_atomic(paths.transcript_json, {"provenance": provenance, **doc}, indent=None)
         write_text_atomic(paths.transcript_txt, render(doc))
     if "measures" in stages:
         doc = compute_measures(segments, ticks, rec, TurnTakingParams.from_config(config),
                                _secret_for(config, root, rec.meta), TranscriptParams.from_config(config))
         add_health(doc, rec, segments, config)
-        write_json_atomic(paths.measures, doc, indent=None)
+        # provenance first: `dyafdb verify` reads it from the head of 7,560 files
+        write_json_atomic(paths.measures, {"provenance": provenance, **doc}, indent=None)
     return paths
+
+
+def check_made_from(path: Path, provenance: Mapping[str, Any]) -> None:
+    """Refuse an earlier stage's file (segments) made from another recording than the one now in place."""
+    doc = read_json(path, "segments file", "run `dyafdb score segments` for this conversation")
+    made = doc.get("provenance") if isinstance(doc, dict) else None
+    if made is not None and made != dict(provenance):
+        raise InputError(f"{path}: field provenance = {made!r}, expected {dict(provenance)!r}: it was computed from "
+                         f"another recording; fix: run `dyafdb score all --id {provenance['conversation_id']}`")
 
 
 def read_measures(path: Path) -> dict[str, Any]:
