@@ -104,3 +104,32 @@ def test_a_voided_price_is_counted_as_none_or_left_out_as_the_policy_says():
     out_runs = build_runs(measures, settings(answers=AnswerPolicy("leave_out", "leave_out")))
     a = out_runs[out_runs["side"] == "a"].set_index("conversation_id")
     assert a["decided"].isna()["p1"] and a.loc["p1", "answers_left_out"] == 1
+
+
+# ------------------------------------------------------------------------- counts are counts
+
+def test_a_cross_play_answer_is_counted_once_in_the_constant_note():
+    from analysis_helpers import frame as plain
+
+    convs = []
+    for i in range(4):  # 4 cross-play T2 runs, the pair's answer written on both sides
+        convs.append(conv(f"t{i}", "T2", "x", "y", a={"final_choice": ("", "none"), "decided": 0, "solved": 0},
+                          b={"final_choice": ("", "none"), "decided": 0, "solved": 0}))
+    for i in range(2):  # and 2 self-play runs
+        convs.append(conv(f"s{i}", "T2", "x", "x", a={"final_choice": ("", "none"), "decided": 0, "solved": 0}))
+    runs = build_runs(plain(*convs), settings(models=("x", "y")))
+    m = score_matrix(runs, "T2", settings(models=("x", "y")))
+    assert "the judge answered 'none' 6 of 6" in m.note
+
+
+def test_counts_print_as_integers_in_every_table():
+    import numpy as np
+    import pandas as pd
+
+    from dyafdb.analysis.numbers import fmt
+    from dyafdb.analysis.render import frame_body
+
+    assert fmt(0) == "0" and fmt(np.int64(18)) == "18" and fmt(0.0) == ".00"
+    html = frame_body(pd.DataFrame({"events": [0.0, 4.0, np.nan], "invalid": [18.0, 0.0, 1.0], "mean": [0.5, 0.25, 1.0]}), "t")
+    assert "<td>0</td>" in html and "<td>4</td>" in html and "<td>18</td>" in html and ".00" not in html
+    assert "<td>.50</td>" in html

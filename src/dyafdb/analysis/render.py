@@ -7,7 +7,7 @@ from typing import Callable
 
 import pandas as pd
 
-from dyafdb.analysis.numbers import fmt  # noqa: F401  (re-exported: render.fmt)
+from dyafdb.analysis.numbers import fmt, formatter_for  # noqa: F401  (re-exported: render.fmt)
 from dyafdb.analysis.settings import Settings
 from dyafdb.analysis.tables import AVG, Matrix
 
@@ -79,7 +79,7 @@ def frame_body(frame: pd.DataFrame, title: str, note: str = "", formatters: dict
     for _, row in frame.iterrows():
         cells = []
         for c in frame.columns:
-            f = formatters.get(c, fmt)
+            f = formatters.get(c) or formatter_for(str(c))
             cells.append(f"<td>{html.escape(f(row[c]))}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
     note_html = f"<p class='note'>{html.escape(note)}</p>" if note else ""

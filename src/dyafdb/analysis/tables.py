@@ -130,6 +130,17 @@ def why_constant(values: pd.DataFrame, pinned: set[tuple[str, str]] = frozenset(
     return float(finite[0])
 
 
+def conversations(runs: pd.DataFrame, indicator: str) -> dict[str, int]:
+    """How many conversations carry ``indicator`` (``known``) and how many of them hold 0 (``zero``).
+
+    The one count of a conversation-level answer: a cross-play run has a row per side, both carrying
+    the pair's answer, so counting rows counts it twice (T2's "none 12 of 12" over 8 answers)."""
+    if indicator not in runs:
+        return {"known": 0, "zero": 0}
+    per_conv = runs.loc[runs[indicator].notna()].groupby(C.CONVERSATION)[indicator].first()
+    return {"known": int(len(per_conv)), "zero": int((per_conv == 0.0).sum())}
+
+
 def score_note(task_runs: pd.DataFrame, task: str, values: pd.DataFrame, pinned: set[tuple[str, str]]) -> str:
     """Why a task matrix is empty or constant, in the runs' own words ("" when it is neither)."""
     from dyafdb.analysis.numbers import fmt
@@ -138,21 +149,21 @@ def score_note(task_runs: pd.DataFrame, task: str, values: pd.DataFrame, pinned:
         return f"no {task} runs in this config: nothing to show"
     scored = task_runs[task_runs["score"].notna()]
     if scored.empty:
-        undecided = task_runs["decided"].eq(0.0).sum() if "decided" in task_runs else 0
-        if task in C.AMONG_DECIDED and undecided:
-            return f"no run closed a deal ({undecided} of {len(task_runs[task_runs['decided'].notna()])} undecided): no cell"
+        decided = conversations(task_runs, "decided")
+        if task in C.AMONG_DECIDED and decided["zero"]:
+            return f"no run closed a deal ({decided['zero']} of {decided['known']} undecided): no cell"
         return f"no {task} run has a score (every answer invalid or missing)"
     value = why_constant(values, pinned)
     if value is None:
         return ""
-    decided = scored["decided"].dropna() if "decided" in scored else pd.Series(dtype=float)
-    asked = scored["asked"].dropna() if "asked" in scored else pd.Series(dtype=float)
-    if len(decided) and (decided == 0.0).all():
-        why = f"the judge answered 'none' {len(decided)} of {len(decided)}"
-    elif len(asked) and (asked == 0.0).all() and value == 0.0:
-        why = f"the judge found no request in {len(asked)} of {len(asked)} runs"
+    decided = conversations(scored, "decided")
+    asked = conversations(scored, "asked")
+    if decided["known"] and decided["zero"] == decided["known"]:
+        why = f"the judge answered 'none' {decided['zero']} of {decided['known']}"
+    elif asked["known"] and asked["zero"] == asked["known"] and value == 0.0:
+        why = f"the judge found no request in {asked['zero']} of {asked['known']} conversations"
     else:
-        why = f"all {len(scored)} scored runs are {fmt(value)}"
+        why = f"all {len(scored)} scored {C.UNIT.get(task, 'runs')} are {fmt(value)}"
     return f"every cell is {fmt(value)}: {why}"
 
 
