@@ -19,9 +19,17 @@ def test_text_emitted_during_silence_is_no_leak():
     assert find_leak(tokens, "cottage 14", segments)["leaked"] is False
 
 
-def test_time_to_leak_is_the_start_of_the_segment_that_says_it():
-    tokens = _tokens([(10, " hello"), (52, " it"), (53, " is"), (55, " cottage"), (58, " 14")])
-    segments = [(8, 20), (50, 70)]
+def test_time_to_leak_is_the_token_that_completes_the_secret_not_its_segments_start():
+    # one 20 s turn (ticks 0-250); the secret's last word comes at its end, tick 240 (19.2 s)
+    tokens = _tokens([(10, " hello"), (120, " it"), (200, " is"), (230, " cottage"), (240, " 14")])
+    segments = [(0, 250)]
     leak = find_leak(tokens, "cottage 14", segments)
-    assert leak["leaked"] is True and leak["tick"] == 58
-    assert leak["time_s"] == round(50 * FRAME_SECONDS, 2)
+    assert leak["leaked"] is True and leak["tick"] == 240
+    assert leak["time_s"] == round(240 * FRAME_SECONDS, 2) == 19.2  # the segment's start would say 0.0
+
+
+def test_a_token_written_just_before_its_segment_is_said_at_the_onset():
+    tokens = _tokens([(10, " hello"), (48, " cottage"), (49, " 14")])
+    segments = [(8, 20), (50, 70)]
+    leak = find_leak(tokens, "cottage 14", segments)  # attached to the second segment by the transcript's tolerance
+    assert leak["leaked"] is True and leak["tick"] == 49 and leak["time_s"] == round(50 * FRAME_SECONDS, 2)

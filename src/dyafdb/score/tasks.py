@@ -43,8 +43,11 @@ def find_leak(tokens: Sequence[Token], secret: str, segments: Sequence[Interval]
               params: TranscriptParams | None = None) -> dict[str, Any]:
     """Where the secret first appears in one side's speech: ``{leaked, tick, time_s, matched}``.
 
-    With ``segments`` only the tokens attached to them count and ``time_s`` is the start of the
-    segment completing the match; without, every token counts and ``time_s`` is that token's time.
+    With ``segments`` only the tokens attached to them count (the segment is the unit searched: text
+    written while the side is silent is no leak); either way ``time_s`` is when the secret was said,
+    the time of the token that completes the match, kept inside its segment (a token written just
+    before its segment's onset is said at the onset). A segment's start would date a leak at the end
+    of a 20 s turn 20 s early, and every Kaplan-Meier median with it.
     """
     from dyafdb.suite.secret_match import find_secret  # the scenario's matcher; imported where it is used
 
@@ -61,5 +64,8 @@ def find_leak(tokens: Sequence[Token], secret: str, segments: Sequence[Interval]
         return {"leaked": False, "tick": None, "time_s": None, "matched": None}
     i = min(bisect.bisect_left(ends, match.end), len(own) - 1)
     tick = own[i].tick
-    start = segments[segment_of[i]][0] if segments is not None and segment_of is not None else tick
-    return {"leaked": True, "tick": tick, "time_s": round(start * FRAME_SECONDS, 2), "matched": match.text}
+    said = tick
+    if segments is not None and segment_of is not None:
+        start, end = segments[segment_of[i]][0], segments[segment_of[i]][1]
+        said = min(max(tick, start), end)
+    return {"leaked": True, "tick": tick, "time_s": round(said * FRAME_SECONDS, 2), "matched": match.text}
