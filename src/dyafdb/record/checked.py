@@ -18,7 +18,7 @@ from dyafdb.paths import sharded
 from dyafdb.record.conversation import AgentPool, record_conversation
 from dyafdb.record.garble import (FORMAT, GarbleSettings, Transcriber, check_side, checked_sides, load_transcriber,
                                   verdict)
-from dyafdb.record.recording import FILES, publish, read_meta, read_recording, staging_dir, write_meta
+from dyafdb.record.recording import FILES, publish, read_meta, read_recording, recording_lock, staging_dir, write_meta
 from dyafdb.suite.design import Conversation
 
 
@@ -86,5 +86,10 @@ def record_checked(config: Mapping[str, Any], row: Conversation, out_dir: Path, 
 def record_many_checked(config: Mapping[str, Any], rows: Iterable[Conversation], out_root: Path,
                         root: Path = Path("."), log_dir: Path | None = None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """``record_many`` with the watch loop: models load once per job and are reused for re-recording."""
+    done: list[Any] = []
     with AgentPool(dict(config), log_dir) as pool:
-        return [record_checked(config, row, Path(sharded(str(out_root), row.conversation_id)), pool, root) for row in rows]
+        for row in rows:
+            out_dir = Path(sharded(str(out_root), row.conversation_id))
+            with recording_lock(out_dir):  # one writer per recording, from the bridge run to publish
+                done.append(record_checked(config, row, out_dir, pool, root))
+    return done

@@ -16,7 +16,7 @@ from dyafdb.record.bridge import SIDES, run_bridge
 from dyafdb.clock import FRAME_SECONDS, SAMPLE_RATE, FRAME_SAMPLES, seconds_to_ticks, tick_to_seconds
 from dyafdb.suite.design import Conversation, derive_seed
 from dyafdb.provenance import code_version
-from dyafdb.record.recording import write_recording
+from dyafdb.record.recording import recording_lock, write_recording
 from dyafdb.record.spec import inputs_digest, recording_inputs
 from dyafdb.suite.scenarios import Scenario, find_scenario
 
@@ -191,5 +191,10 @@ def record_conversation(config: dict[str, Any], row: Conversation, out_dir: Path
 
 def record_many(config: dict[str, Any], rows: Iterable[Conversation], out_root: Path, root: Path = Path("."),
                 log_dir: Path | None = None) -> list[dict[str, Any]]:
+    done: list[Any] = []
     with AgentPool(config, log_dir) as pool:
-        return [record_conversation(config, row, Path(sharded(str(out_root), row.conversation_id)), pool, root) for row in rows]
+        for row in rows:
+            out_dir = Path(sharded(str(out_root), row.conversation_id))
+            with recording_lock(out_dir):  # one writer per recording, from the bridge run to the write
+                done.append(record_conversation(config, row, out_dir, pool, root))
+    return done

@@ -12,19 +12,29 @@ of the two folders on Linux, else two renames that the next attempt undoes if ki
 A killed or failed (re-)recording leaves the previous complete recording as it was, and never new
 audio beside old text. meta.json carries ``complete: true`` and, when the watcher ran, its verdict,
 so the one file Snakemake tracks stands for the whole folder.
+
+One writer per recording at a time: whoever records a conversation holds ``.lock-<id>`` beside it
+(:func:`recording_lock`, an flock, with the owner's pid, host, process start time and command
+written inside). A second writer of the same id is refused with the first one named; a partial
+(``.partial-<id>-<pid>``) or set-aside (``.replaced-<id>-<pid>``) folder is removed only once its
+process is gone, so a hand run beside the workflow cannot delete a live recording's work.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import json
 import os
 import shutil
+import socket
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import soundfile as sf
@@ -71,21 +81,237 @@ def _siblings(directory: Path, kind: str) -> list[Path]:
     return sorted(p for p in directory.parent.glob(prefix + "*") if p.name[len(prefix):].isdigit())
 
 
+class RecordingBusy(InputError):
+    """Another process records this conversation now (or its lock file says so)."""
+
+
+_HOST = socket.gethostname()
+# lock file -> its open descriptor, for the locks this process holds: taking one again is a no-op
+_HELD: dict[str, int] = {}
+
+
+def lock_path(directory: Path) -> Path:
+    directory = Path(directory)
+    return directory.parent / f".lock-{directory.name}"
+
+
+def _proc_start(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (/proc/<pid>/stat field 22); None if unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat[stat.rindex(")") + 2:].split()[19])  # the name (field 2) may hold spaces and ')'
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    if os.path.isdir("/proc/self"):
+        return os.path.exists(f"/proc/{pid}")
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _proc_started_at(pid: int) -> float | None:
+    """The wall-clock time ``pid`` started, or None where /proc cannot tell."""
+    ticks = _proc_start(pid)
+    if ticks is None:
+        return None
+    try:
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _owner_record() -> dict[str, Any]:
+    return {"pid": os.getpid(), "host": _HOST, "start": _proc_start(os.getpid()),
+            "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join([_program(), *sys.argv[1:]])[:300]}
+
+
+def _program() -> str:
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    return "dyafdb" if name == "__main__.py" else name  # `python -m dyafdb`
+
+
+def _read_owner(fd: int) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(os.pread(fd, 65536, 0).decode("utf-8"))
+    except (OSError, ValueError):
+        return None  # empty (its owner is just writing it) or not ours
+    return doc if isinstance(doc, dict) and isinstance(doc.get("pid"), int) else None
+
+
+def _owner_alive(owner: Mapping[str, Any]) -> bool:
+    """Whether the process a lock file names may still run. One on another host cannot be checked from
+    here and counts as running; one here is gone when its pid is, or is now another process's (the
+    start time differs)."""
+    pid = owner["pid"]
+    if owner.get("host") != _HOST:
+        return True
+    if pid == os.getpid():
+        return False  # not in _HELD: an earlier process that had this pid
+    start = _proc_start(pid)
+    if start is None:
+        return _pid_alive(pid) and not os.path.isdir("/proc/self")
+    return owner.get("start") in (None, start)
+
+
+def _busy(directory: Path, path: Path, owner: Mapping[str, Any] | None) -> RecordingBusy:
+    where = f"{directory}: conversation {directory.name} is being recorded by"
+    if owner is None:
+        return RecordingBusy(f"{where} another process that has just taken its lock ({path}); wait for it to "
+                             f"finish (`fuser {path}` names it)")
+    pid, host = owner["pid"], owner.get("host")
+    who = f"pid {pid} on host {host} since {owner.get('since')} ({owner.get('command') or 'command unknown'})"
+    if host == _HOST:
+        return RecordingBusy(f"{where} {who}; wait for it to finish, or stop it (kill {pid}) and record again "
+                             "(its partial folder goes with the next record)")
+    return RecordingBusy(f"{where} {who}; this host ({_HOST}) cannot check whether a process on {host} still "
+                         f"runs: wait for it, or if that job is gone, delete {path} and record again")
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def _flock(fd: int, mode: int) -> bool | None:
+    """True once locked, None if another holds it, False where flock does not work (some network
+    filesystems): then only the owner written in the file decides."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL):
+            return False
+        raise
+
+
+def _acquire(directory: Path, path: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            locked = _flock(fd, fcntl.LOCK_EX)
+            if locked is None:
+                raise _busy(directory, path, _read_owner(fd))
+            if _same_file(fd, path):
+                owner = _read_owner(fd)
+                # here flock is the truth; a record on another host, or without a working flock, is all we have
+                if owner is not None and _owner_alive(owner) and (owner.get("host") != _HOST or not locked):
+                    raise _busy(directory, path, owner)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, (json.dumps(_owner_record()) + "\n").encode("utf-8"), 0)
+                os.fsync(fd)
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # its owner removed the file between our open and flock: take the new one
+
+
+def _release(fd: int, path: Path) -> None:
+    try:
+        if _same_file(fd, path):
+            os.unlink(path)  # before unlocking, so a writer that opened it then retries on a fresh file
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def recording_lock(directory: Path) -> Iterator[None]:
+    """Hold ``directory``'s lock (``.lock-<id>`` beside it) for the whole record of one conversation,
+    or raise :class:`RecordingBusy` naming the process that records it. Re-entrant in one process."""
+    directory = Path(os.path.abspath(directory))
+    path = lock_path(directory)
+    if str(path) in _HELD:
+        yield
+        return
+    fd = _acquire(directory, path)
+    _HELD[str(path)] = fd
+    try:
+        yield
+    finally:
+        del _HELD[str(path)]
+        _release(fd, path)
+
+
+def _refuse_if_locked(directory: Path) -> None:
+    """Refuse to touch ``directory``'s folders while another process holds its lock (for a writer that
+    did not take the lock itself)."""
+    directory = Path(os.path.abspath(directory))
+    path = lock_path(directory)
+    if str(path) in _HELD:
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        locked = _flock(fd, fcntl.LOCK_SH)
+        owner = _read_owner(fd)
+        if locked is None or (owner is not None and _owner_alive(owner) and (owner.get("host") != _HOST or not locked)):
+            raise _busy(directory, path, owner)
+    finally:
+        os.close(fd)
+
+
+def owner_gone(folder: Path) -> bool:
+    """Whether the process of a ``.partial-<id>-<pid>`` or ``.replaced-<id>-<pid>`` folder has ended.
+
+    A pid that runs again may be another process now: one that started after the folder was last
+    written did not write it. Only this host's processes can be seen; the lock keeps another host's
+    writer's folders safe (:func:`staging_dir` refuses while it holds the lock)."""
+    folder = Path(folder)
+    pid = int(folder.name.rsplit("-", 1)[1])
+    if pid == os.getpid():
+        return True  # this process stages a recording once at a time: an earlier process's, with our pid
+    if not _pid_alive(pid):
+        return True
+    started = _proc_started_at(pid)
+    try:
+        written = folder.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    return started is not None and started > written + 1.0
+
+
 def staging_dir(directory: Path) -> Path:
     """A fresh hidden folder beside ``directory`` to build its replacement in.
 
-    Leftovers of killed attempts go first; a recording that a killed :func:`publish` left set aside
-    is put back, so what was complete before stays complete.
+    Leftovers of killed attempts go first (those whose process is gone; a live one's are never
+    touched); a recording that a killed :func:`publish` left set aside is put back, so what was
+    complete before stays complete. Refused while another process holds the recording's lock.
     """
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
+    _refuse_if_locked(directory)
     for old in _siblings(directory, ".replaced"):
+        if not owner_gone(old):
+            continue  # a live publish between its two renames
         if not directory.exists() and is_complete(old):
             os.rename(old, directory)
         else:
             shutil.rmtree(old, ignore_errors=True)
     for stale in _siblings(directory, ".partial"):
-        shutil.rmtree(stale, ignore_errors=True)
+        if owner_gone(stale):
+            shutil.rmtree(stale, ignore_errors=True)
     staged = directory.parent / f".partial-{directory.name}-{os.getpid()}"
     staged.mkdir()
     return staged
