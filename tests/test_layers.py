@@ -15,7 +15,7 @@ import dyafdb
 PACKAGE = Path(dyafdb.__file__).parent
 
 # Pipeline order: a stage may import itself, the leaves and the stages before it.
-STAGES = ("suite", "agents", "record", "score", "llm", "judge", "measures", "text_pairing", "analysis", "viewer")
+STAGES = ("suite", "agents", "record", "score", "llm", "judge", "measures", "verify", "text_pairing", "analysis", "viewer")
 # Small shared modules every stage may use; they import no stage themselves.
 LEAVES = ("clock", "errors", "config", "schema_check", "fileio", "polyphase", "paths", "wordmatch", "declarations", "provenance",
           "llama_server", "whisper_model", "__init__")

@@ -203,3 +203,12 @@ def stop_local_engines():
     from dyafdb.agents.engine.launch import LOCAL_ENGINES
 
     LOCAL_ENGINES.stop()
+
+
+# Outputs deleted (or lost) after something was made from them: Snakemake would never notice them,
+# so they become final targets and are made again with everything after them (dyafdb.verify.state).
+# Only the submitting process plans; a job's own Snakemake (on a cluster node) skips the scan.
+if workflow.is_main_process:
+    from dyafdb.verify.state import replan_targets
+
+    FINAL_TARGETS.extend(replan_targets(R, CONVERSATIONS.values()))

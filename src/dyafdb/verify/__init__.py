@@ -1,0 +1,1 @@
+"""`dyafdb verify`: a results folder checked against its design, by content (docs/formats.md, "Provenance")."""
