@@ -272,6 +272,19 @@ def _refuse_if_locked(directory: Path) -> None:
         os.close(fd)
 
 
+def lock_abandoned(path: Path) -> bool:
+    """Whether a ``.lock-<id>`` file was left by a record whose process is gone (`dyafdb verify`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        owner = _read_owner(fd)
+    finally:
+        os.close(fd)
+    return owner is not None and not _owner_alive(owner)
+
+
 def owner_gone(folder: Path) -> bool:
     """Whether the process of a ``.partial-<id>-<pid>`` or ``.replaced-<id>-<pid>`` folder has ended.
 

@@ -26,7 +26,6 @@ import csv
 import json
 import os
 import re
-import socket
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from dyafdb.clock import FRAME_SAMPLES
 from dyafdb.errors import InputError
 from dyafdb.paths import Results, results_of, shard_of
+from dyafdb.record.recording import lock_abandoned, owner_gone
 from dyafdb.score.check import check_identity, check_recording_digest
 from dyafdb.suite.design import Conversation, build_design
 
@@ -93,28 +93,6 @@ class Report:
 def _read_json(path: Path) -> Any:
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _lock_owner_alive(lock: Path) -> bool:
-    """A lock file names its owner (pid and host, dyafdb.record.recording); alive unless provably gone."""
-    try:
-        owner = json.loads(lock.read_text(encoding="utf-8"))
-        pid, host = int(owner["pid"]), owner.get("host")
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-    if host and host != socket.gethostname():
-        return True  # cannot see another host's processes: not ours to call dead
-    return _pid_alive(pid)
 
 
 def check_recording_folder(config: Mapping[str, Any], row: Conversation, folder: Path, report: Report,
@@ -222,12 +200,12 @@ def check_leftovers(results: Results, shards: Iterable[str], report: Report) -> 
             if not found:
                 continue
             if entry.name.startswith(".lock-"):
-                if not _lock_owner_alive(Path(entry.path)):
+                if lock_abandoned(Path(entry.path)):
                     report.add("partial", entry.path, "a lock of a record whose process is gone; fix: delete it "
                                "(`dyafdb record` also takes over such a lock)")
                 continue
             pid = found.group("pid")
-            if pid is None or not _pid_alive(int(pid)):
+            if pid is None or owner_gone(Path(entry.path)):
                 report.add("partial", entry.path, f"a {found.group(1)} folder of a record whose process ({pid}) is gone; "
                            "fix: delete it (the next record of this conversation also removes it)")
 
