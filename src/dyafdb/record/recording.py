@@ -315,6 +315,8 @@ def staging_dir(directory: Path) -> Path:
     directory = Path(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
     _refuse_if_locked(directory)
+    directory = in_place(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
     for old in _siblings(directory, ".replaced"):
         if not owner_gone(old):
             continue  # a live publish between its two renames
@@ -348,9 +350,17 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, f"cannot swap {a} into {b}: {os.strerror(err)}")
 
 
+def in_place(directory: Path) -> Path:
+    """Where a recording's folder really is: a recordings folder may be a symbolic link to another
+    disk, and the new recording must replace the folder the link points to (staged beside it, on
+    the same filesystem), not the link, so the link keeps pointing at the current recording."""
+    directory = Path(directory)
+    return Path(os.path.realpath(directory)) if directory.is_symlink() else directory
+
+
 def publish(staged: Path, directory: Path) -> None:
     """Put the folder ``staged`` in the place of ``directory`` in one step (see the module doc)."""
-    staged, directory = Path(staged), Path(directory)
+    staged, directory = Path(staged), in_place(Path(directory))
     if not directory.exists():
         os.rename(staged, directory)
     elif _exchange(staged, directory):
