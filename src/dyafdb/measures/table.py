@@ -38,7 +38,7 @@ from dyafdb.suite.scenarios import find_scenario
 from dyafdb.fileio import write_text_atomic
 from dyafdb.record.garble import failed_sides, read_garble
 from dyafdb.judge.checks import check_conversation
-from dyafdb.judge.rubric import judge_plan
+from dyafdb.judge.rubric import QUESTIONS, judge_plan
 from dyafdb.judge.runner import judge_output_path
 from dyafdb.judge.settings import judge_settings
 from dyafdb.record.recording import read_meta
@@ -118,16 +118,14 @@ def _judge_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversati
         if not path.exists():
             raise InputError(f"{path}: judge results not found; run `dyafdb judge --judge {judge}` "
                              "(or build the table without judge rows: `dyafdb measures --no-judge`)")
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if not line.strip():
-                    continue
-                rec = json.loads(line)
-                if rec["conversation_id"] not in kept:
-                    continue  # not in this design, or a garbled failure outside T3
-                # only what the checks and the rows need: the full suite holds every answer at once here
-                keep = {k: rec.get(k) for k in ("question", "seat", "label", "fields", "rows", "demo_quality")}
-                records.setdefault(rec["conversation_id"], []).append({**keep, "judge": judge})
+        archetype, question = path.parent.name, path.stem
+        seats = QUESTIONS[question].seats(archetype)
+        planned = {cid: seats for cid, (row, _) in kept.items() if row.archetype == archetype}
+        fix = f"judge the batch again: `dyafdb judge --judge {judge} --archetype {archetype} --question {question}`"
+        for cid, rec in read_judge_batch(path, planned, fix):
+            # only what the checks and the rows need: the full suite holds every answer at once here
+            keep = {k: rec.get(k) for k in ("question", "seat", "label", "fields", "rows", "demo_quality")}
+            records.setdefault(cid, []).append({**keep, "judge": judge})
     scenarios: dict[str, Any] = {}
     for cid in sorted(records):
         row, attempt = kept[cid]
@@ -141,6 +139,81 @@ def _judge_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversati
                 yield {**_side_columns(row, r["side"], attempt), "measure": r["measure"], "judge": rec["judge"],
                        "value": format_value(r["value"]), "label": r.get("label") or "", "quality": quality,
                        "check": r.get("check") or ""}
+
+
+def read_jsonl(path: Path, fix: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of every non-blank line; a line that is not a JSON object (one cut off by a
+    killed writer, say) is an InputError naming the file, the line and ``fix``."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError as exc:
+                    raise InputError(f"{path}: line {n} is not a complete JSON record ({exc.args[0]}; cut off?); "
+                                     f"{fix}") from None
+                if not isinstance(rec, dict):
+                    raise InputError(f"{path}: line {n} is not a JSON object; {fix}")
+                yield n, rec
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); {fix}") from None
+
+
+def read_judge_batch(path: Path, planned: Mapping[str, Sequence[str | None]],
+                     fix: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(conversation id, record) of a judge batch's records for the ``planned`` conversations, each of
+    whose seats (``None``: the pair) must be answered exactly once; records of other conversations
+    (not in this design, or a garbled failure outside T3) are passed over. A seat answered twice or
+    not at all is an InputError naming the file, the line(s) and ``fix``: either would change the
+    table's rows without a word."""
+    seen: dict[tuple[str, Any], int] = {}
+    for n, rec in read_jsonl(path, fix):
+        cid = rec.get("conversation_id")
+        if not isinstance(cid, str):
+            raise InputError(f"{path}: line {n} has no conversation_id; {fix}")
+        if cid not in planned:
+            continue
+        seat = rec.get("seat")
+        if (cid, seat) in seen:
+            raise InputError(f"{path}: line {n}: conversation {cid} seat {seat or 'pair'} is answered twice (also on "
+                             f"line {seen[cid, seat]}); {fix}")
+        seen[cid, seat] = n
+        yield cid, rec
+    for cid in sorted(planned):
+        for seat in planned[cid]:
+            if (cid, seat) not in seen:
+                raise InputError(f"{path}: no record for conversation {cid} seat {seat or 'pair'} (the batch is "
+                                 f"incomplete or not of this design); {fix}")
+
+
+_KEY = ("conversation_id", "side", "measure", "judge")
+
+
+def check_measures_rows(path: Path, rows: Iterable[Mapping[str, Any]], first_line: int = 2) -> None:
+    """Refuse a measures table (rows as read, the header on line ``first_line - 1``) that gives one
+    (conversation, side, measure, judge) twice, with equal values or not: one would win, or both count.
+    Refuse too a conversation with mechanical rows on one side only: its other seat went missing."""
+    fix = "rebuild it (`dyafdb measures`, or delete it and rerun Snakemake) instead of editing it by hand"
+    seen: dict[tuple[str, ...], int] = {}
+    sides: dict[str, dict[str, int]] = {}
+    for n, row in enumerate(rows, first_line):
+        key = tuple(str(row.get(k) or "") for k in _KEY)
+        if key in seen:
+            cid, side, measure, judge = key
+            raise InputError(f"{path}: line {n}: conversation {cid} side {side} measure {measure}"
+                             f"{f' judge {judge}' if judge else ''} is given twice (value {row.get('value')!r} here, "
+                             f"also on line {seen[key]}); {fix}")
+        seen[key] = n
+        if not key[3] and key[2] != "garble_failure":  # a garbled failure outside T3 keeps only those rows
+            sides.setdefault(key[0], {}).setdefault(key[1], n)
+    for cid, found in sides.items():
+        for side in ("a", "b"):
+            if side not in found:
+                other = next(iter(found.values()))
+                raise InputError(f"{path}: conversation {cid} has mechanical rows (line {other}) but none for side "
+                                 f"{side}; {fix}")
 
 
 def combined_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation], mechanical: Sequence[Path],
@@ -161,13 +234,15 @@ def combined_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversa
             if reader.fieldnames not in (COLUMNS, _COLUMNS_BEFORE_CHECKS):
                 raise InputError(f"{path}: columns {reader.fieldnames} are not those of a measures table ({COLUMNS}); "
                                  "rebuild it with `dyafdb measures --no-judge`")
-            for rec in reader:
-                cid = rec["conversation_id"]
-                if cid not in by_id:
-                    continue  # left over from an earlier design
-                if rec["measure"] != "garble_failure":
-                    kept[cid] = (by_id[cid], int(rec["attempt"]))
-                yield {**rec, "check": rec.get("check") or ""}
+            table = list(reader)
+        check_measures_rows(path, table)
+        for rec in table:
+            cid = rec["conversation_id"]
+            if cid not in by_id:
+                continue  # left over from an earlier design
+            if rec["measure"] != "garble_failure":
+                kept[cid] = (by_id[cid], int(rec["attempt"]))
+            yield {**rec, "check": rec.get("check") or ""}
     if with_judge:
         yield from _judge_rows(config, root, rows, kept)
 
