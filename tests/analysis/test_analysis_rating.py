@@ -69,7 +69,7 @@ def test_adding_a_model_does_not_move_the_references():
     b, a = before.set_index("model"), after.set_index("model")
     for m in ("x", "y"):
         assert a.loc[m, "rating"] == pytest.approx(b.loc[m, "rating"])
-        assert a.loc[m, "lower"] == pytest.approx(b.loc[m, "lower"])
+        assert a.loc[m, "lower"] == pytest.approx(b.loc[m, "lower"], nan_ok=True)  # the anchor has none
     assert not a.loc["z", "reference"] and a.loc["z", "battles"] == 160
     assert a.loc["z", "lower"] <= a.loc["z", "rating"] <= a.loc["z", "upper"]
     assert a.loc["z", "rating"] > a.loc["y", "rating"]
@@ -101,3 +101,24 @@ def test_additive_effects_exact_on_noiseless_scores_and_for_a_new_model():
         assert e.loc[m, "partner"] == pytest.approx(partner[m], abs=1e-9)
     assert e.loc["x", "anchor"] and not e.loc["w", "reference"]
     assert e.loc["y", "mu"] == pytest.approx(mu)
+
+
+def test_the_board_counts_decisive_battles_and_ties_marks_the_anchor_and_rounds():
+    convs = [conv(f"w{i}", "T4-2", "x", "y", a={"leak": 1}, opener="ab"[i % 2]) for i in range(4)]
+    convs += [conv(f"l{i}", "T4-2", "y", "x", a={"leak": 0}, opener="ab"[i % 2]) for i in range(2)]
+    convs += [conv(f"t{i}", "T4-1", "x", "y", a={"decided": 0, "won": 0}, b={"decided": 0, "won": 0}) for i in range(4)]
+    st = settings(models=("x", "y"), bootstrap=50)
+    board, effects = rating_tables(build_runs(frame(*convs), st), st)
+    row = board.set_index("model")
+    assert row.loc["x", "battles"] == 10 and row.loc["x", "ties"] == 4 and row.loc["x", "decisive"] == 6
+    # the anchor is pinned: no interval pretends to measure it
+    assert bool(row.loc["x", "anchor"]) and math.isnan(row.loc["x", "lower"]) and math.isnan(row.loc["x", "upper"])
+    assert row.loc["y", "rating"] == round(row.loc["y", "rating"], 1)
+    assert all(s.startswith(("separable", "not separable from")) for s in board["separable"])
+
+
+def test_models_whose_intervals_overlap_are_not_separable():
+    from dyafdb.analysis.rating import separability
+
+    got = separability(["x", "y", "z"], np.array([1000, 990, 800]), np.array([1000, 1100, 850]))
+    assert got == ["not separable from y", "not separable from x", "separable"]

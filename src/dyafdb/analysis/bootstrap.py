@@ -62,3 +62,32 @@ def interval(samples: np.ndarray, ci: float, axis: int = 0) -> tuple[np.ndarray,
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return (np.nanpercentile(samples, tail, axis=axis), np.nanpercentile(samples, 100.0 - tail, axis=axis))
+
+
+def resampled_cluster_means(values: np.ndarray, codes: np.ndarray, n_cells: int, clusters: np.ndarray, n_boot: int,
+                            rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """Yield arrays of shape (chunk, n_cells): cell means of replicates that draw whole clusters.
+
+    The unit drawn is the cluster (the scenario: every run of one scenario shares its situation and
+    roles, so its runs are not independent of each other). A replicate draws the design's scenarios
+    with replacement, once for all cells, and each run weighs as often as its scenario was drawn; so
+    a scenario that suits one model moves all of that model's cells together, as it does in the data,
+    and intervals of averages over cells are not narrowed by treating shared scenarios as new ones.
+    """
+    values = np.asarray(values, dtype=float)
+    codes = np.asarray(codes, dtype=np.int64)
+    cluster_codes, names = cell_codes(np.asarray(clusters))
+    k = len(names)
+    onehot = np.zeros((len(values), n_cells))
+    if len(values):
+        onehot[np.arange(len(values)), codes] = 1.0
+    done = 0
+    while done < n_boot:
+        b = min(CHUNK, n_boot - done)
+        drawn = rng.multinomial(k, np.full(k, 1.0 / k), size=b).astype(float) if k else np.zeros((b, 0))
+        weights = drawn[:, cluster_codes] if len(values) else np.zeros((b, 0))
+        sums = (weights * values) @ onehot
+        counts = weights @ onehot
+        with np.errstate(invalid="ignore", divide="ignore"):
+            yield np.where(counts > 0, sums / np.where(counts > 0, counts, 1.0), np.nan)
+        done += b

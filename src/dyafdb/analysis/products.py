@@ -299,9 +299,13 @@ def rating_product(runs: pd.DataFrame, settings: Settings, out: Path, effects_ou
     if html:
         shown = board.copy()
         if "model" in shown:
-            shown["model"] = shown["model"].map(settings.label)
+            anchor = shown["anchor"].fillna(False).astype(bool) if "anchor" in shown else False
+            shown["model"] = [settings.label(m) + (" (anchor, pinned)" if a else "")
+                              for m, a in zip(shown["model"], anchor if not isinstance(anchor, bool) else [False] * len(shown))]
         note = (f"Bradley-Terry over {', '.join(settings.contested)}; anchored at {settings.label(settings.anchor_model or '')} = "
-                f"{settings.anchor_rating:g}; rank counts only models whose interval lies wholly above; own:<task> = additive own effect")
+                f"{settings.anchor_rating:g} (pinned: no interval); battles = decisive + ties (a tie is half a win each); "
+                "rank counts only models whose interval lies wholly above, and models whose intervals overlap are "
+                "'not separable': read no order between them; own:<task> = additive own effect")
         write_text_atomic(html, render.frame_html(shown, "Leaderboard", settings, note=note,
                                                     empty="no contested battles to rate in this config"))
     return board, effects

@@ -287,6 +287,21 @@ def rank_by_separation(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     return np.array([1 + int(np.sum(lower > u)) for u in upper])
 
 
+# A rating is read in points: one decimal; more only prints the fit's float noise (2.22e-16).
+RATING_DIGITS = 1
+EFFECT_DIGITS = 3
+
+
+def separability(models: list[str], lower: np.ndarray, upper: np.ndarray) -> list[str]:
+    """Per model, the models its interval overlaps ("not separable from y, z"), so no rank order is
+    read between them; "separable" where it overlaps none. The anchor's pinned point counts as its interval."""
+    out = []
+    for i, m in enumerate(models):
+        overlap = [o for j, o in enumerate(models) if j != i and not (lower[j] > upper[i] or upper[j] < lower[i])]
+        out.append("not separable from " + ", ".join(overlap) if overlap else "separable")
+    return out
+
+
 def bradley_terry(runs: pd.DataFrame, settings: Settings, refs: list[str], anchor: str,
                   rng: np.random.Generator) -> pd.DataFrame:
     table = battles(runs, settings.contested)
@@ -325,14 +340,24 @@ def bradley_terry(runs: pd.DataFrame, settings: Settings, refs: list[str], ancho
     for m in settings.order(thetas):
         v = np.asarray(thetas[m]) * to_points + settings.anchor_rating
         lo, hi = bootstrap.interval(v[1:], settings.ci) if len(v) > 1 else (np.nan, np.nan)
+        if m == anchor:  # pinned: its "interval" is the pin, not an uncertainty
+            lo = hi = np.nan
+        if m in refs:  # the battles counted in ``counts``: among references, or a new model's against them
+            mine = table[((table["model_a"] == m) | (table["model_b"] == m)) & is_ref]
+        else:
+            mine = table[((table["model_a"] == m) & table["model_b"].isin(refs)) | ((table["model_b"] == m) & table["model_a"].isin(refs))]
+        ties = int((mine["outcome"] == 0.5).sum())
         rows.append({"model": m, "reference": m in refs, "anchor": m == anchor, "rating": float(v[0]),
-                     "lower": float(lo), "upper": float(hi), "battles": counts.get(m, 0)})
-    out = pd.DataFrame(rows, columns=["model", "reference", "anchor", "rating", "lower", "upper", "battles"])
+                     "lower": float(lo), "upper": float(hi), "battles": counts.get(m, 0),
+                     "decisive": counts.get(m, 0) - ties, "ties": ties})
+    out = pd.DataFrame(rows, columns=["model", "reference", "anchor", "rating", "lower", "upper", "battles", "decisive", "ties"])
     if len(out):
         lower = out["lower"].fillna(out["rating"]).to_numpy()
         upper = out["upper"].fillna(out["rating"]).to_numpy()
         out.insert(1, "rank", rank_by_separation(lower, upper))
+        out["separable"] = separability(out["model"].tolist(), lower, upper)
         out = out.sort_values(["rank", "rating"], ascending=[True, False], kind="stable").reset_index(drop=True)
+        out[["rating", "lower", "upper"]] = out[["rating", "lower", "upper"]].round(RATING_DIGITS)
     side_terms = {t: float(ref_point[n_m + i]) * to_points for i, t in enumerate(tasks)}
     out.attrs["side_advantage"] = side_terms
     out.attrs["opener_advantage"] = float(ref_point[-1]) * to_points
@@ -350,6 +375,8 @@ def rating_tables(runs: pd.DataFrame, settings: Settings) -> tuple[pd.DataFrame,
     board = bradley_terry(runs, settings, refs, anchor, rng) if runs["task"].isin(settings.contested).any() else \
         pd.DataFrame(columns=["model", "rank", "reference", "anchor", "rating", "lower", "upper", "battles"])
     effects = additive_effects(runs, settings, refs, anchor, rng)
+    numeric = effects.select_dtypes("number").columns.difference(["runs"])
+    effects[numeric] = effects[numeric].round(EFFECT_DIGITS)
     if len(effects):
         own = effects.pivot(index="model", columns="task", values="own")
         own.columns = [f"own:{c}" for c in own.columns]

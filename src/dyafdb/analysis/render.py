@@ -53,15 +53,20 @@ def matrix_html(matrix: Matrix, settings: Settings, show_n: bool = False, index:
             v = fmt(matrix.values.loc[m, p])
             if (m, p) in matrix.pinned:
                 v = f"({v})"
-            if show_n or matrix.runs is not None:
-                extra = f"n={int(matrix.n.loc[m, p])}"
-                if matrix.runs is not None:
-                    extra += f"/{int(matrix.runs.loc[m, p])}"
-                v += f" <small>{extra}</small>"
+            # every cell is read as a result: it carries its n, and its interval where one was drawn
+            extra = f"n={int(matrix.n.loc[m, p])}"
+            if matrix.runs is not None:
+                extra += f"/{int(matrix.runs.loc[m, p])}"
+            if matrix.lower is not None and (m, p) not in matrix.pinned:
+                extra = interval_text(matrix.lower.loc[m, p], matrix.upper.loc[m, p]) + " " + extra
+            v += f" <small>{extra.strip()}</small>"
             if index is not None and int(matrix.n.loc[m, p]) > 0:
                 v = f"<a href='{html.escape(cell_href(index, matrix.filters, m, p))}'>{v}</a>"
             cells.append(f"<td>{v}</td>")
-        rows.append(f"<tr><td>{html.escape(label(m))}</td>{''.join(cells)}<td class='avg'>{fmt(matrix.row_avg.get(m))}</td></tr>")
+        avg = fmt(matrix.row_avg.get(m))
+        if matrix.avg_lower is not None:
+            avg += f" <small>{interval_text(matrix.avg_lower.get(m), matrix.avg_upper.get(m))}</small>"
+        rows.append(f"<tr><td>{html.escape(label(m))}</td>{''.join(cells)}<td class='avg'>{avg}</td></tr>")
     if matrix.column_avg is not None:
         cells = "".join(f"<td>{fmt(matrix.column_avg.get(p))}</td>" for p in matrix.partners)
         rows.append(f"<tr class='bottom'><td>{html.escape(matrix.column_label or '')}</td>{cells}<td></td></tr>")
@@ -69,6 +74,13 @@ def matrix_html(matrix: Matrix, settings: Settings, show_n: bool = False, index:
     table = (f"<table><caption>{html.escape(matrix.title)}</caption><thead><tr><th>model \\ partner</th>{head}"
              f"<th>{AVG}</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{note}")
     return page(matrix.title, table, settings)
+
+
+def interval_text(lower, upper) -> str:
+    """'[.40, .62]', or '' where no interval was drawn (a cell without runs)."""
+    if lower is None or upper is None or pd.isna(lower) or pd.isna(upper):
+        return ""
+    return f"[{fmt(lower)}, {fmt(upper)}]"
 
 
 def frame_body(frame: pd.DataFrame, title: str, note: str = "", formatters: dict[str, Callable] | None = None) -> str:

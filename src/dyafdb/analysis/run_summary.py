@@ -272,6 +272,7 @@ def headline_scores(tables: Path, tasks: Iterable[str]) -> tuple[dict[str, dict[
             continue
         body = [r for r in _read_tsv(path) if r.get(f"n:{_first_partner(r)}", "") != ""] or _read_tsv(path)
         values = {r["row"]: _number(r.get("avg")) for r in body if r.get("row")}
+
         if not values:
             warnings.append(f"{path.name}: no model rows")
         elif all(v is None for v in values.values()):
@@ -282,6 +283,29 @@ def headline_scores(tables: Path, tasks: Iterable[str]) -> tuple[dict[str, dict[
         for model, value in values.items():
             scores.setdefault(model, {})[task] = value
     return scores, warnings
+
+
+def headline_cells(tables: Path, tasks: Iterable[str]) -> dict[str, dict[str, str]]:
+    """Each model's average per task as printed: value, interval and n (:func:`headline_cell`)."""
+    out: dict[str, dict[str, str]] = {}
+    for task in tasks:
+        rows = _read_tsv(tables / f"score_{task}.tsv")
+        for r in rows:
+            if r.get("row") and r.get(f"n:{_first_partner(r)}", "") != "":
+                out.setdefault(r["row"], {})[task] = headline_cell(r)
+    return out
+
+
+def headline_cell(row: Mapping[str, str]) -> str:
+    """A model's average as the report's matrix prints it: the value, its interval and its n (the runs
+    behind its cells), all read from the score table, so summary.md and the report say the same."""
+    from dyafdb.analysis.numbers import fmt
+    from dyafdb.analysis.render import interval_text
+
+    value = _number(row.get("avg"))
+    n = sum(int(float(v)) for k, v in row.items() if k.startswith("n:") and v not in (None, ""))
+    bounds = interval_text(_number(row.get("avg_lo")), _number(row.get("avg_hi")))
+    return " ".join(x for x in (fmt(value), bounds, f"n={n}") if x)
 
 
 def _first_partner(row: Mapping[str, str]) -> str:
@@ -321,11 +345,13 @@ def summary_markdown(config: Mapping[str, Any], root: Path, rows: Sequence[Conve
         lines.append(f"| {j['judge']} | {j['backend']} {j['model']} | {j['answers']:,} | {j['invalid']:,} | {j['cached']:,} | "
                      f"{j['input_tokens']:,} | {j['output_tokens']:,} | {cost} |")
     lines += ["", *answer_lines(config, Path(where.layout.measures_table))]
-    lines += ["", "## Headline scores (average over partners, main window)", ""]
+    lines += ["", "## Headline scores (average over partners, main window; 95% interval, n = runs behind its cells)", ""]
+    cells = headline_cells(tables, tasks)
     if scores:
         lines += ["| model | " + " | ".join(tasks) + " |", "| --- |" + " ---: |" * len(tasks)]
         for model, by_task in scores.items():
-            lines.append(f"| {model} | " + " | ".join(_fmt(by_task.get(t)) for t in tasks) + " |")
+            shown = cells.get(model, {})
+            lines.append(f"| {model} | " + " | ".join(shown.get(t, _fmt(by_task.get(t))) for t in tasks) + " |")
     else:
         lines.append("No score tables yet.")
     board = _read_tsv(tables / "leaderboard.tsv")

@@ -11,6 +11,7 @@ information (the paper's T3-1 averages are means of the two cross cells).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -39,12 +40,20 @@ class Matrix:
     pinned: set[tuple[str, str]] = field(default_factory=set)
     note: str = ""
     filters: dict[str, str] = field(default_factory=dict)  # the viewer index filter of its conversations
+    lower: pd.DataFrame | None = None  # the cells' interval (scenario-cluster bootstrap), None when off
+    upper: pd.DataFrame | None = None
+    avg_lower: pd.Series | None = None  # the row averages' interval
+    avg_upper: pd.Series | None = None
 
     def to_frame(self) -> pd.DataFrame:
         rows = []
         for m in self.models:
             row = {"row": m, **{p: self.values.loc[m, p] for p in self.partners}, AVG: self.row_avg.get(m, np.nan)}
             row.update({f"n:{p}": int(self.n.loc[m, p]) for p in self.partners})
+            if self.lower is not None:
+                row.update({f"lo:{p}": self.lower.loc[m, p] for p in self.partners})
+                row.update({f"hi:{p}": self.upper.loc[m, p] for p in self.partners})
+                row["avg_lo"], row["avg_hi"] = self.avg_lower.get(m, np.nan), self.avg_upper.get(m, np.nan)
             if self.runs is not None:
                 row.update({f"runs:{p}": int(self.runs.loc[m, p]) for p in self.partners})
             row["pinned"] = ",".join(p for p in self.partners if (m, p) in self.pinned)
@@ -53,6 +62,8 @@ class Matrix:
         if self.column_avg is not None and self.models:
             rows.append({"row": self.column_label, **{p: self.column_avg.get(p, np.nan) for p in self.partners}})
         columns = ["row", *self.partners, AVG, *[f"n:{p}" for p in self.partners],
+                   *([*(f"lo:{p}" for p in self.partners), *(f"hi:{p}" for p in self.partners), "avg_lo", "avg_hi"]
+                     if self.lower is not None else []),
                    *([f"runs:{p}" for p in self.partners] if self.runs is not None else []), "pinned", "note"]
         frame = pd.DataFrame(rows, columns=columns)
         frame.attrs["title"] = self.title
@@ -60,7 +71,7 @@ class Matrix:
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, name: str = "", title: str = "") -> "Matrix":
-        partners = [c for c in frame.columns if c not in ("row", AVG, "pinned", "note") and ":" not in c]
+        partners = [c for c in frame.columns if c not in ("row", AVG, "pinned", "note", "avg_lo", "avg_hi") and ":" not in c]
         note = ""
         if "note" in frame.columns:
             notes = [str(x) for x in frame["note"] if isinstance(x, str) and x]
@@ -82,9 +93,15 @@ class Matrix:
         if len(bottom):
             col_label = str(bottom["row"].iloc[0])
             col_avg = bottom.iloc[0][partners].astype(float)
+        bounds: dict[str, Any] = {}
+        if f"lo:{partners[0]}" in frame.columns:
+            b = body.set_index("row")
+            bounds = {"lower": b[[f"lo:{p}" for p in partners]].set_axis(partners, axis=1).astype(float),
+                      "upper": b[[f"hi:{p}" for p in partners]].set_axis(partners, axis=1).astype(float),
+                      "avg_lower": b["avg_lo"].astype(float), "avg_upper": b["avg_hi"].astype(float)}
         return cls(name=name, title=title, models=models, partners=partners, values=values, n=n, runs=runs,
                    row_avg=body.set_index("row")[AVG].astype(float), column_label=col_label, column_avg=col_avg,
-                   pinned=pinned, note=note)
+                   pinned=pinned, note=note, **bounds)
 
 
 def _order(runs: pd.DataFrame, settings: Settings) -> list[str]:
@@ -167,6 +184,39 @@ def score_note(task_runs: pd.DataFrame, task: str, values: pd.DataFrame, pinned:
     return f"every cell is {fmt(value)}: {why}"
 
 
+def cell_intervals(task_runs: pd.DataFrame, indicator: str, models: list[str], pinned: set[tuple[str, str]],
+                   settings: Settings) -> dict[str, Any]:
+    """95% (``settings.ci``) intervals of every cell and row average of a matrix, by the scenario-cluster
+    bootstrap (dyafdb.analysis.bootstrap.resampled_cluster_means; docs/analysis.md "Intervals");
+    nothing when ``settings.bootstrap`` is 0."""
+    from dyafdb.analysis.bootstrap import interval, resampled_cluster_means
+
+    use = task_runs[task_runs[indicator].notna()]
+    if settings.bootstrap <= 0 or use.empty:
+        return {}
+    pairs = [(m, p) for m in models for p in models]
+    index = {mp: i for i, mp in enumerate(pairs)}
+    codes = np.array([index[(m, p)] for m, p in zip(use[C.MODEL], use[C.PARTNER])], dtype=np.int64)
+    clusters = (use[C.SCENARIO].astype(str) if C.SCENARIO in use else use[C.CONVERSATION].astype(str)).to_numpy()
+    rng = np.random.default_rng(settings.seed)
+    chunks = list(resampled_cluster_means(use[indicator].to_numpy(float), codes, len(pairs), clusters, settings.bootstrap, rng))
+    samples = np.concatenate(chunks).reshape(-1, len(models), len(models))
+    for m, p in pinned:
+        samples[:, models.index(m), models.index(p)] = np.nan
+    lo, hi = interval(samples, settings.ci)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            avg_lo, avg_hi = interval(np.nanmean(samples, axis=2), settings.ci)
+    frame = lambda a: pd.DataFrame(a, index=models, columns=models)  # noqa: E731
+    for m, p in pinned:  # a pinned cell holds no information: no interval
+        lo[models.index(m), models.index(p)] = hi[models.index(m), models.index(p)] = np.nan
+    return {"lower": frame(lo), "upper": frame(hi), "avg_lower": pd.Series(avg_lo, index=models),
+            "avg_upper": pd.Series(avg_hi, index=models)}
+
+
 def score_matrix(runs: pd.DataFrame, task: str, settings: Settings) -> Matrix:
     """The task-score matrix of one archetype from main-window runs."""
     task_runs = runs[runs["task"] == task]
@@ -196,7 +246,8 @@ def score_matrix(runs: pd.DataFrame, task: str, settings: Settings) -> Matrix:
                  coverage_note(task_runs, int(n.to_numpy().sum()), "scored " + C.UNIT.get(task, "runs")))
     return Matrix(name=task, title=C.TASK_TITLES.get(task, task), models=models, partners=models, values=values,
                   n=n, runs=runs_n, row_avg=row_avg, column_label=column_label, column_avg=column_avg,
-                  pinned=pinned, note=note, filters=_filters([task], task_runs, side_a=task in C.REPORTED_SIDE_ONLY))
+                  pinned=pinned, note=note, filters=_filters([task], task_runs, side_a=task in C.REPORTED_SIDE_ONLY),
+                  **cell_intervals(task_runs, "score", models, pinned, settings))
 
 
 def turn_taking_matrix(runs: pd.DataFrame, metric: str, settings: Settings,
