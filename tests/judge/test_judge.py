@@ -38,6 +38,10 @@ MODELS = {"orca_voice": {"adapter": "scripted", "label": "Orca Voice 7B", "param
           "heron_duplex": {"adapter": "scripted", "label": "Heron Duplex", "params": {"script": []}}}
 
 
+DISTINCT = ("Ash", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Ginkgo", "Hazel", "Ivy", "Juniper", "Kapok", "Larch",
+            "Maple", "Nutmeg", "Oak", "Pine")
+
+
 def make_project(root: Path, judges: dict[str, Any], archetypes=("T3-2",), **judge_extra: Any) -> dict[str, Any]:
     from dyafdb.suite.design import build_design
     from dyafdb.score.conversation import score_conversation
@@ -46,10 +50,12 @@ def make_project(root: Path, judges: dict[str, Any], archetypes=("T3-2",), **jud
              "max_backoff_s": 0.05, **judge_extra}
     write_project(root, list(archetypes), models=MODELS, extra={"judge": judge})
     config = load(root)
-    for row in build_design(config, root):
+    # Each conversation ends with a word of its own, so that no two prompts are the same request: a
+    # run asks one request once (the others wait for its claim), and the tests count requests.
+    for n, row in enumerate(build_design(config, root)):
         tokens = [("a", 2, "Hello,"), ("a", 3, "I"), ("a", 4, "am"), ("a", 5, "orca_voice."), ("a", 6, "Please"),
                   ("a", 7, "sign"), ("a", 8, "the"), ("a", 9, "release"), ("a", 10, "form."),
-                  ("b", 25, "Maybe"), ("b", 26, "later.")]
+                  ("b", 25, "Maybe"), ("b", 26, "later,"), ("b", 27, f"{DISTINCT[n % len(DISTINCT)]}.")]
         write_recording_from_segments(Path(results_at(root).recording(row.conversation_id)),
                                       {"a": [(0, 20)], "b": [(24, 34)]}, 40, tokens,
                                       conversation_id=row.conversation_id, archetype=row.archetype,
@@ -426,7 +432,7 @@ def test_a_corrupt_cache_entry_is_asked_again(tmp_path, stub, monkeypatch):
     config = make_project(tmp_path, anthropic(stub))
     run(config, tmp_path)
     calls = len(stub.posts("/v1/messages"))
-    entries = sorted((tmp_path / "results/judge/cache").rglob("*.json"))  # one: the prompts are all alike
+    entries = sorted((tmp_path / "results/judge/cache").rglob("*.json"))
     for rounds, corrupt in enumerate(('{"input_tokens": 3}', '["ANSWER: yes"]', '{"text": "ANSW'), 2):
         for entry in entries:  # no text, not an object, cut short
             entry.write_text(corrupt)

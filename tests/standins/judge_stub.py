@@ -39,6 +39,7 @@ requests get HTTP 400 with that message (a server quoting the request back).
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -54,6 +55,15 @@ MALFORMED = ("invalid_json", "html", "no_content", "no_id", "no_choices")
 
 def _iso(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gives up (a deadline, a failed batch closing its other connections) is no
+        # fault of the stub's; anything else is printed as socketserver does.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class Stub:
@@ -213,7 +223,7 @@ class Stub:
                     return
                 self._error(404, "Not found", False)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()

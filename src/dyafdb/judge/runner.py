@@ -6,8 +6,9 @@ tokens used and whether the replies came from the cache. Only the anonymised tra
 scenario text the question needs reach the judge; the conversation id appears in the output file,
 never in a prompt.
 
-Flow: build every prompt; ask every uncached one (concurrently up to ``concurrency``, or as one
-Anthropic Message Batch); parse strictly; ask the off-label ones again with the assistant's reply
+Flow: build every prompt; ask every uncached one that no other run is asking (each under a claim,
+so concurrent runs never pay twice; concurrently up to ``concurrency``, or as one Anthropic Message
+Batch); parse strictly; ask the off-label ones again with the assistant's reply
 and a reminder (``label_retries`` times); whatever still does not parse is recorded ``invalid``.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence, TextIO
@@ -24,8 +26,8 @@ from dyafdb.suite.design import Conversation, build_design
 from dyafdb.fileio import read_json, write_text_atomic
 from dyafdb.paths import Results, results_of
 from dyafdb.llm import Reply, Request
-from dyafdb.judge.client import Backend, JudgeError, make_backend
-from dyafdb.judge.cache import ReplyCache, cache_key
+from dyafdb.judge.client import Backend, JudgeError, make_backend, retry_policy
+from dyafdb.judge.cache import Claim, ReplyCache, cache_key
 from dyafdb.judge.prompts import load_template, render
 from dyafdb.judge.rubric import INVALID, QUESTIONS, Context, Question, Verdict
 from dyafdb.judge.settings import JudgeSettings, JudgeSpec, judge_settings
@@ -118,8 +120,28 @@ def build_items(config: Mapping[str, Any], root: Path, settings: JudgeSettings, 
     return items
 
 
-async def _ask_all(backend: Backend, cache: ReplyCache, items: list[Item], question: Question, usage: Usage) -> list[Reply]:
-    """Replies for each item's current messages: from the cache, or asked (batched or concurrently)."""
+CLAIM_POLL_S = 0.25
+BATCH_LIFETIME_S = 24 * 3600  # the Message Batches API ends a batch within a day
+
+
+def claim_wait_s(settings: JudgeSettings, spec: JudgeSpec) -> float:
+    """How long a run waits for another run's claim before it gives up: the longest the holder's
+    question can take under the retry policy (every try at its deadline, every backoff at its
+    longest), or a batch's lifetime, plus a margin. A holder still claiming after that is stuck."""
+    policy = retry_policy(settings)
+    worst = (policy.max_retries + 1) * policy.timeout_s + policy.max_retries * policy.max_backoff_s * 1.25
+    return worst + (BATCH_LIFETIME_S if spec.batch else 0.0) + 30.0
+
+
+def _cached(hit: Mapping[str, Any]) -> Reply:
+    return Reply(hit["text"], hit.get("input_tokens", 0), hit.get("output_tokens", 0), cached=True)
+
+
+async def _ask_all(backend: Backend, cache: ReplyCache, items: list[Item], question: Question, usage: Usage,
+                   wait_s: float = 3600.0) -> list[Reply]:
+    """Replies for each item's current messages: from the cache, or asked (batched or concurrently).
+    A question is asked only under its claim (:mod:`dyafdb.judge.cache`); one claimed elsewhere is
+    waited for, up to ``wait_s``, and read from the cache once its holder has put it there."""
     spec = backend.spec
     requests = [Request(list(it.messages), question.gbnf(it.ctx) if spec.grammar else None) for it in items]
     keys = [cache_key(spec.cache_identity, backend.request_body(r)) for r in requests]
@@ -128,7 +150,7 @@ async def _ask_all(backend: Backend, cache: ReplyCache, items: list[Item], quest
     for i, key in enumerate(keys):
         hit = cache.get(key)
         if hit is not None:
-            replies[i] = Reply(hit["text"], hit.get("input_tokens", 0), hit.get("output_tokens", 0), cached=True)
+            replies[i] = _cached(hit)
         else:
             pending.append(i)
 
@@ -137,17 +159,56 @@ async def _ask_all(backend: Backend, cache: ReplyCache, items: list[Item], quest
         replies[i] = reply
 
     if pending and spec.batch and hasattr(backend, "complete_batch"):
-        got = await backend.complete_batch({f"q{i}": requests[i] for i in pending})
-        for i in pending:
-            if f"q{i}" in got:
-                keep(i, got[f"q{i}"])
+        claims: dict[int, Claim] = {}
+        try:
+            for i in pending:
+                claim = cache.try_claim(keys[i])
+                if claim is None:
+                    continue  # asked by another run, or by another item of this batch: waited for below
+                hit = cache.get(keys[i])  # put there while we looked
+                if hit is not None:
+                    cache.release(claim)
+                    replies[i] = _cached(hit)
+                    continue
+                claims[i] = claim
+            if claims:
+                got = await backend.complete_batch({f"q{i}": requests[i] for i in claims})
+                for i in claims:
+                    if f"q{i}" in got:
+                        keep(i, got[f"q{i}"])
+        finally:
+            for claim in claims.values():
+                cache.release(claim)
         pending = [i for i in pending if replies[i] is None]  # errored or expired in the batch: ask directly
 
     semaphore = asyncio.Semaphore(spec.concurrency)
 
     async def one(i: int) -> None:
-        async with semaphore:
-            keep(i, await backend.complete(requests[i]))
+        waited_since: float | None = None
+        while True:
+            hit = cache.get(keys[i])
+            if hit is not None:
+                replies[i] = _cached(hit)
+                return
+            claim = cache.try_claim(keys[i])
+            if claim is not None:
+                try:
+                    hit = cache.get(keys[i])  # the holder before us may have just put it
+                    if hit is not None:
+                        replies[i] = _cached(hit)
+                        return
+                    async with semaphore:
+                        keep(i, await backend.complete(requests[i]))
+                    return
+                finally:
+                    cache.release(claim)
+            now = time.monotonic()
+            waited_since = now if waited_since is None else waited_since
+            if now - waited_since > wait_s:
+                raise JudgeError(f"judge {spec.name}: {cache.holder(keys[i])} has been asking the same question "
+                                 f"for over {wait_s:.0f} s (its claim is {cache.claim_path(keys[i])}); if that "
+                                 "judge run is stuck, stop it and rerun (replies already received stay cached)")
+            await asyncio.sleep(CLAIM_POLL_S)
 
     await asyncio.gather(*(one(i) for i in pending))
     out = [r for r in replies if r is not None]
@@ -157,7 +218,7 @@ async def _ask_all(backend: Backend, cache: ReplyCache, items: list[Item], quest
 
 
 async def judge_items(backend: Backend, cache: ReplyCache, items: list[Item], question: Question,
-                      label_retries: int, usage: Usage) -> None:
+                      label_retries: int, usage: Usage, wait_s: float = 3600.0) -> None:
     """Ask, parse strictly, re-ask off-label replies with a reminder, then record the rest invalid."""
     todo = list(items)
     usage.questions += len(items)
@@ -166,7 +227,7 @@ async def judge_items(backend: Backend, cache: ReplyCache, items: list[Item], qu
             break
         if round_:
             usage.reasked += len(todo)
-        replies = await _ask_all(backend, cache, todo, question, usage)
+        replies = await _ask_all(backend, cache, todo, question, usage, wait_s)
         again = []
         for it, reply in zip(todo, replies):
             it.replies.append(reply.text)
@@ -221,7 +282,8 @@ def run_batch(config: Mapping[str, Any], root: Path, judge: str, archetype: str,
 
     async def go() -> None:
         try:
-            await judge_items(backend, ReplyCache(settings.cache_dir), items, question, settings.label_retries, usage)
+            await judge_items(backend, ReplyCache(settings.cache_dir), items, question, settings.label_retries, usage,
+                              claim_wait_s(settings, spec))
         finally:
             await backend.aclose()
 
