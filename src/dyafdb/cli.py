@@ -1,21 +1,41 @@
-"""`dyafdb <stage> ...`: one command per pipeline stage, so every Snakemake step also runs by hand."""
+"""`dyafdb <stage> ...`: one command per pipeline stage, so every Snakemake step also runs by hand.
+
+Every command ends in one of the exit codes of :data:`EXIT_CODES` (README "Exit codes"). The
+mapping from exceptions to a one-line message and a code lives in :func:`main` alone: a stage raises
+(InputError, AgentError, LLMError, OSError, ...) and never prints its own traceback-free variant.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
+import signal
 import sys
-from typing import Sequence
+import threading
+from types import FrameType
+from typing import Iterator, Sequence
 
 import dyafdb.commands
 from dyafdb import __version__
 from dyafdb.agents.base import AgentError
-from dyafdb.errors import InputError
+from dyafdb.errors import InputError, Terminated, describe_os_fault, is_os_fault
 from dyafdb.llm.base import LLMError
 
+EXIT_CODES = {
+    0: "success",
+    1: "the command ran and found problems (suite check, plan --check, verify, reshard: entries left in place)",
+    2: "bad input: config, scenario, override, argument (the message names the file, the field and the fix)",
+    3: "an agent (model worker) failed",
+    4: "an LLM judge or text model failed",
+    5: "the operating system refused: disk full, folder not writable, path blocked, out of memory",
+    130: "interrupted (Ctrl-C, SIGINT)",
+    143: "terminated (SIGTERM: kill, the cluster's time limit)",
+}
 
-def _command_modules():
+
+def _command_modules() -> Iterator:
     for info in sorted(pkgutil.iter_modules(dyafdb.commands.__path__), key=lambda i: i.name):
         if info.name.startswith("_"):
             continue
@@ -36,20 +56,92 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+class _StopOnSignal:
+    """SIGINT and SIGTERM raise in the main thread, so the command unwinds: context managers close
+    agent workers and pools, atomic writes remove their temporary files.
+
+    Only the first signal raises: a second one (Ctrl-C pressed again, a scheduler that repeats its
+    SIGTERM) would interrupt that cleanup and leave children behind, so it is ignored; a third one
+    means the cleanup itself hangs, and the process exits at once.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> "_StopOnSignal":
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.count += 1
+        if self.count == 1:
+            # A terminal's Ctrl-C reaches the whole process group, `kill` and a scheduler's SIGTERM
+            # only this process: the children (agent workers, pool workers) are told to stop either
+            # way, so that none is left mid-step waiting for a bridge that is gone, and none holds
+            # the unwinding up while it is asked politely.
+            _signal_children(signal.SIGTERM)
+            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+        if self.count >= 3:
+            os._exit(128 + signum)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+
+
+def _signal_children(sig: int) -> None:
+    """Send ``sig`` to every direct child of this process (Linux /proc; elsewhere nothing)."""
+    me = os.getpid()
     try:
-        return int(args._run(args) or 0)
-    except InputError as exc:
-        print(f"dyafdb {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except AgentError as exc:
-        print(f"dyafdb {args.command}: agent failure: {exc}", file=sys.stderr)
-        return 3
-    except LLMError as exc:  # the message names the model, the call and what went wrong; never a key
-        print(f"dyafdb {args.command}: error: {exc}", file=sys.stderr)
-        return 4
+        entries = os.listdir("/proc")
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+            if ppid == me:
+                os.kill(int(entry), sig)
+        except (OSError, ValueError, IndexError):
+            continue
+
+
+def _failure(exc: BaseException) -> tuple[int, str] | None:
+    """(exit code, message) for an exception a user can act on; None for a bug (its traceback helps)."""
+    if isinstance(exc, InputError):
+        return 2, f"error: {exc}"
+    if isinstance(exc, AgentError):
+        return 3, f"agent failure: {exc}"
+    if isinstance(exc, LLMError):  # the message names the model, the call and what went wrong; never a key
+        return 4, f"error: {exc}"
+    if isinstance(exc, Terminated):
+        return 143, "terminated (SIGTERM); finished outputs are kept, run the same command again to resume"
+    if isinstance(exc, KeyboardInterrupt):
+        return 130, "interrupted (Ctrl-C); finished outputs are kept, run the same command again to resume"
+    if is_os_fault(exc):
+        return 5, f"error: {describe_os_fault(exc)}"
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    prefix = "dyafdb"
+    with _StopOnSignal():
+        try:
+            args = build_parser().parse_args(argv)
+            prefix = f"dyafdb {args.command}"
+            return int(args._run(args) or 0)
+        except BaseException as exc:
+            failure = _failure(exc)
+            if failure is None:
+                raise
+            print(f"{prefix}: {failure[1]}", file=sys.stderr, flush=True)
+            return failure[0]
 
 
 if __name__ == "__main__":

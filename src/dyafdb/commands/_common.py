@@ -32,7 +32,7 @@ def load_configs(args: argparse.Namespace) -> dict[str, Any]:
     for path in paths:
         data = _merge(data, _config_file(Path(path)))
     source = " + ".join(map(str, paths))
-    if getattr(args, "override_json", None) is not None:
+    if getattr(args, "override_json", None):  # an empty string overrides nothing, as before
         data = _merge(data, _override(args.override_json))
         source += " + --config overrides"
     return validate_config(data, source)

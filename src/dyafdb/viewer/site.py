@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -41,7 +42,8 @@ from dyafdb.suite.design import Conversation, build_design
 from dyafdb.fileio import write_text_atomic
 from dyafdb.record.recording import is_complete
 from dyafdb.suite.scenarios import Scenario, find_scenario
-from dyafdb.errors import InputError
+from dyafdb.agents.worker import die_with_parent
+from dyafdb.errors import InputError, located
 from dyafdb.score.conversation import conversation_paths
 from dyafdb.viewer import pages
 from dyafdb.viewer.layout import CONVERSATION_ROOT, conversation_page, media_name
@@ -161,17 +163,65 @@ def _annotation_sample(config: Mapping[str, Any], root: Path, rows: Sequence[Con
 # ----------------------------------------------------------------------------- audio
 
 
+class _WorkerStop(SystemExit):
+    """SIGTERM in a pool worker; a SystemExit, so a worker stopped while idle exits without a traceback."""
+
+
+def _worker_init() -> None:
+    # Ctrl-C at a terminal reaches the whole process group: the parent alone decides, and stops us.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A forked worker inherits the CLI's SIGTERM handler, whose exception the pool would hand back as
+    # a result and then go on with the next task; here SIGTERM ends the worker.
+    signal.signal(signal.SIGTERM, _raise_worker_stop)
+    die_with_parent()  # a parent killed outright (SIGKILL, OOM killer) takes its workers along
+
+
+def _raise_worker_stop(signum: int, frame: Any) -> None:
+    raise _WorkerStop(128 + signum)
+
+
 def _prepare_task(task: tuple[str, str, str, str, int]) -> Media:
     recording, media_dir, key, fmt, peaks_per_s = task
-    return prepare_media(Path(recording), Path(media_dir), key, fmt, peaks_per_s)
+    try:
+        return prepare_media(Path(recording), Path(media_dir), key, fmt, peaks_per_s)
+    except _WorkerStop as stop:
+        # the atomic writes have removed their temporary files on the way here; exit before the
+        # pool hands this worker the next task
+        os._exit(int(stop.code or 1))
+    except Exception as exc:
+        # the traceback, whose frames hold the open file, stays in this process: send the path along
+        raise located(exc) from None
 
 
 def _prepare_all(tasks: list[tuple[str, str, str, str, int]], jobs: int) -> list[Media]:
     """Audio copies and peaks; in worker processes, as libsndfile's encoders hold the GIL."""
     if jobs <= 1 or len(tasks) <= 1:
         return [_prepare_task(t) for t in tasks]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(_prepare_task, tasks, chunksize=max(1, len(tasks) // (4 * jobs))))
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
+    try:
+        medias = list(pool.map(_prepare_task, tasks, chunksize=max(1, len(tasks) // (4 * jobs))))
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown()
+    return medias
+
+
+def _stop_pool(pool: ProcessPoolExecutor, grace_s: float = 5.0) -> None:
+    """End a pool now (an error, Ctrl-C, SIGTERM): queued tasks are dropped and the workers told to
+    stop; one that does not stop within ``grace_s`` is killed. Waiting for the running tasks, as
+    the executor's own shutdown does, could take minutes of encoding."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        if worker.is_alive():
+            worker.terminate()
+    deadline = time.monotonic() + grace_s
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+        if worker.is_alive():
+            worker.kill()
+            worker.join(1.0)
 
 
 # ----------------------------------------------------------------------------- pages
