@@ -133,3 +133,18 @@ def test_counts_print_as_integers_in_every_table():
     html = frame_body(pd.DataFrame({"events": [0.0, 4.0, np.nan], "invalid": [18.0, 0.0, 1.0], "mean": [0.5, 0.25, 1.0]}), "t")
     assert "<td>0</td>" in html and "<td>4</td>" in html and "<td>18</td>" in html and ".00" not in html
     assert "<td>.50</td>" in html
+
+
+# ------------------------------------------------------------------------- a verdict needs events
+
+def test_a_game_where_nobody_asked_favours_no_one_and_an_unplayed_game_says_why():
+    from dyafdb.analysis.balance import balance_table
+
+    convs = [conv(f"k{i}", "T4-2", "x", "y", a={"leak": 0, "asked": (0, "no")}, scenario=f"s{i % 3}") for i in range(6)]
+    convs += [conv("d1", "T4-4", "x", "y", a={"deal": 0, "turns": 4})]
+    st = settings(models=("x", "y"), bootstrap=50)
+    table = balance_table(build_runs(frame(*convs), st), st)
+    game = table[table["row"] == "game"].set_index("game")
+    assert game.loc["T4-2", "value"] == 0.0 and game.loc["T4-2", "events"] == 0
+    assert game.loc["T4-2", "advantaged"] == "no verdict: no run in which the attacker asked for the secret (0 of 6)"
+    assert game.loc["T4-4", "advantaged"].startswith("no verdict: no T4-4 run with an outcome")

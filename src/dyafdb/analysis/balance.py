@@ -14,7 +14,10 @@ action x success table and the windows use.
 
 The game's balance is the mean over every pairing cell (each ordered pairing weighted equally,
 self-play included). Rule for ``advantaged``: side a's role when the whole interval lies above
-0.50, side b's when it lies below, otherwise "neither". ``model_spread`` (max - min of the models'
+0.50, side b's when it lies below, otherwise "neither"; but a verdict needs events: with no event
+(T3-2/T4-2: no run in which the request or the secret was asked for; T4-3/T4-4: no deal) or no
+interval (bootstrap off, or a degenerate one such as [0, 0]) it says "no verdict" and why, in place.
+A game of the config without an outcome carries its row too, saying so. ``model_spread`` (max - min of the models'
 averages as side a) beside ``role_advantage`` (|balance - 0.50|) says whether the choice of model
 moves the outcome more than the choice of side does.
 """
@@ -32,7 +35,36 @@ from dyafdb.analysis.settings import Settings
 OUTCOME = {"T3-2": "success", "T4-2": "score", "T4-3": "score", "T4-4": "score"}
 OUTCOME_NAME = {"T3-2": C.SUCCESS_NAME["T3-2"], "T4-2": C.SUCCESS_NAME["T4-2"], "T4-3": "claimant_won", "T4-4": C.PRICE_SHARE}
 COLUMNS = ["game", "outcome", "row", "model", "side_a", "side_b", "value", "lower", "upper", "model_share", "runs",
-           "deal_rate", "advantaged", "role_advantage", "model_spread"]
+           "events", "deal_rate", "advantaged", "role_advantage", "model_spread"]
+# the event without which a game's outcome says nothing about its sides
+EVENT = {"T3-2": ("asked", "the presser asked"), "T4-2": ("asked", "the attacker asked for the secret"),
+         "T4-3": ("decided", "a line was landed"), "T4-4": ("decided", "a deal was made")}
+
+
+def events_of(game: str, runs: pd.DataFrame) -> int:
+    """Conversations of ``game`` in which its event happened (side a rows: one per conversation): the
+    judged event, or the outcome itself (a leak or a grant cannot happen unasked)."""
+    col = EVENT[game][0]
+    happened = runs[col] == 1.0 if col in runs else pd.Series(False, index=runs.index)
+    if OUTCOME[game] in runs:
+        happened = happened | (runs[OUTCOME[game]] == 1.0)
+    return int(happened.sum())
+
+
+def verdict(game: str, value: float, lo: float, hi: float, events: int, runs: int) -> str:
+    """Which side the game favours, only when events exist and the interval excludes balance."""
+    role_a, role_b = C.SIDE_ROLES[game]
+    if events == 0:
+        return f"no verdict: no run in which {EVENT[game][1]} (0 of {runs})"
+    if np.isnan(lo) or np.isnan(hi):
+        return "no verdict: no interval (bootstrap off)"
+    if lo == hi:
+        return f"no verdict: degenerate interval [{lo:g}, {hi:g}]"
+    if lo > 0.5:
+        return role_a
+    if hi < 0.5:
+        return role_b
+    return "neither"
 
 
 def balance_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
@@ -42,9 +74,16 @@ def balance_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
         col = OUTCOME[game]
         g = runs[(runs["task"] == game) & (runs[C.SIDE] == "a")]
         sub = g[g[col].notna()]
-        if sub.empty:
-            continue
         role_a, role_b = C.SIDE_ROLES[game]
+        if g.empty:  # not in this config: no row (the table's own note says when none is)
+            continue
+        if sub.empty:
+            why = f"no verdict: no {game} run with an outcome (0 of {len(g)})"
+            rows.append({"game": game, "outcome": OUTCOME_NAME[game], "row": "game", "model": "all", "side_a": role_a,
+                         "side_b": role_b, "value": np.nan, "lower": np.nan, "upper": np.nan, "model_share": np.nan,
+                         "runs": 0, "events": events_of(game, g), "deal_rate": np.nan, "advantaged": why,
+                         "role_advantage": np.nan, "model_spread": np.nan})
+            continue
         codes, keys = bootstrap.cell_codes(sub[C.MODEL].to_numpy(), sub[C.PARTNER].to_numpy())
         values = sub[col].to_numpy(float)
         means = bootstrap.cell_means(values, codes, len(keys))
@@ -66,18 +105,12 @@ def balance_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
             return point, float(lo), float(hi)
 
         value, lo, hi = stat(np.arange(len(keys)))
-        if lo > 0.5:
-            advantaged = role_a
-        elif hi < 0.5:
-            advantaged = role_b
-        elif np.isnan(lo):
-            advantaged = role_a if value > 0.5 else role_b if value < 0.5 else "neither"
-        else:
-            advantaged = "neither"
+        events = events_of(game, sub)
+        advantaged = verdict(game, value, lo, hi, events, len(sub))
         side_a_avgs = [means[idx].mean() for idx in as_a.values() if len(idx)]
         deal = g["decided"].mean() if game in C.AMONG_DECIDED and g["decided"].notna().any() else np.nan
         rows.append({"game": game, "outcome": OUTCOME_NAME[game], "row": "game", "model": "all", "side_a": role_a,
-                     "side_b": role_b, "value": value, "lower": lo, "upper": hi, "model_share": np.nan, "runs": len(sub), "deal_rate": deal, "advantaged": advantaged,
+                     "side_b": role_b, "value": value, "lower": lo, "upper": hi, "model_share": np.nan, "runs": len(sub), "events": events, "deal_rate": deal, "advantaged": advantaged,
                      "role_advantage": abs(value - 0.5),
                      "model_spread": float(np.max(side_a_avgs) - np.min(side_a_avgs)) if side_a_avgs else np.nan})
         for m in models:
@@ -86,6 +119,6 @@ def balance_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
                 n = int(np.isin(codes, idx).sum()) if len(idx) else 0
                 rows.append({"game": game, "outcome": OUTCOME_NAME[game], "row": kind, "model": m, "side_a": role_a,
                              "side_b": role_b, "value": v, "lower": l, "upper": h,
-                             "model_share": v if kind == "as_side_a" else 1.0 - v, "runs": n, "deal_rate": np.nan,
+                             "model_share": v if kind == "as_side_a" else 1.0 - v, "runs": n, "events": np.nan, "deal_rate": np.nan,
                              "advantaged": "", "role_advantage": np.nan, "model_spread": np.nan})
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -308,6 +308,12 @@ def balance_figure(table: pd.DataFrame, settings: Settings):
     fig, axes = plt.subplots(1, len(games), figsize=(3.0 * len(games), 3.2), squeeze=False, sharey=False)
     for ax, game in zip(axes[0], games):
         overall = table[(table["game"] == game) & (table["row"] == "game")].iloc[0]
+        if pd.isna(overall["value"]):  # a game without an outcome keeps its panel, saying why
+            ax.text(0.5, 0.5, str(overall["advantaged"]), ha="center", va="center", fontsize=7, wrap=True)
+            ax.set_axis_off()
+            ax.set_title(game, fontsize=8)
+            add_note(fig, f"{game}: {overall['advantaged']}")
+            continue
         points = balance_points(table, game, settings)
         y = np.arange(len(points))[::-1]
         v = points["value"].to_numpy(float)
@@ -318,7 +324,10 @@ def balance_figure(table: pd.DataFrame, settings: Settings):
         ax.set_yticks(y, list(points["label"]), fontsize=7)
         ax.set_xlim(0, 1)
         ax.set_xlabel(f"{overall['side_a']}'s share of wins")
-        ax.set_title(f"{game}: favours {overall['advantaged']}", fontsize=8)
+        verdict = str(overall["advantaged"])
+        ax.set_title(f"{game}: " + (verdict if verdict.startswith(("no verdict", "neither")) else f"favours {verdict}"), fontsize=8)
+        if verdict.startswith("no verdict"):
+            add_note(fig, f"{game}: {verdict}")
     fig.tight_layout()
     return fig
 

@@ -235,7 +235,7 @@ def balance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pat
         shown = table.copy()
         shown["model"] = shown["model"].map(lambda m: m if m == "all" else settings.label(m))
         write_text_atomic(html, render.frame_html(shown[["game", "outcome", "row", "model", "side_a", "side_b", "value", "lower",
-                                                         "upper", "model_share", "runs", "deal_rate", "advantaged",
+                                                         "upper", "model_share", "runs", "events", "deal_rate", "advantaged",
                                                          "role_advantage", "model_spread"]],
                                                   "Game balance: side a's share of wins", settings,
                                                   note="value is side a's share on every row; model_share is the row model's own side's",
