@@ -252,11 +252,10 @@ def test_the_plan_counts_the_judge_calls_the_judge_stage_makes(tmp_path, monkeyp
                                         else "ANSWER: yes")
         made = tokens = 0
         for archetype, question in judge_plan(archetypes):
-            run_batch(config, tmp_path, "main", archetype, question)
+            made += run_batch(config, tmp_path, "main", archetype, question).calls
             path = Path(results_at(tmp_path).judge_output("main", archetype, question))
             for line in path.read_text().splitlines():
                 tokens += json.loads(line)["input_tokens"]
-        made = len(stub.posts("/v1/messages"))
     finally:
         stub.close()
     plan = plan_run(config, rows, judge_asks(config, rows, tmp_path))
