@@ -157,6 +157,21 @@ def test_measures_from_another_recording_are_stale(project, capsys):
     assert code == 1 and any(mine in p["path"] for p in report["problems"]["stale"])
 
 
+def test_the_measures_stage_refuses_measures_of_another_recording_and_stamps_each_row(project, capsys):
+    mine, other = pair(project)
+    results = results_at(project)
+    table = Path(results.measures_table).read_text().splitlines()
+    header = table[0].split("\t")
+    digests = {line.split("\t")[0]: line.split("\t")[header.index("recording")] for line in table[1:]}
+    meta = json.loads((Path(results.recording(mine)) / "meta.json").read_text())
+    assert digests[mine] == meta["provenance"]["recording"] and len(set(digests.values())) == 4
+    shutil.copy(results.measures_json(other), results.measures_json(mine))
+    capsys.readouterr()
+    assert _cli(project, "measures", "--archetype", "T1-1", "--no-judge", "--out", str(project / "t.tsv")) == 2
+    err = capsys.readouterr().err
+    assert "field provenance.conversation_id" in err and mine in err and "Traceback" not in err
+
+
 def test_a_duplicate_row_in_measures_tsv_is_named(project, capsys):
     table = Path(results_at(project).measures_table)
     lines = table.read_text().splitlines(keepends=True)

@@ -7,7 +7,8 @@ attempt (the accepted recording attempt), measure, judge (empty for mechanical m
 (number; empty when undefined or invalid), label (the judge's label; for mechanical rows empty),
 quality (``demo`` for results of a demo-quality judge or a ``demo_quality`` config, else empty),
 check (empty, or why a judge row failed a check of :mod:`dyafdb.judge.checks`: the value is then
-voided or flagged as a contradiction, the judge's raw label kept).
+voided or flagged as a contradiction, the judge's raw label kept), recording (the digest of the
+recording the row was computed from, docs/formats.md "Provenance"; empty for recordings made before it).
 
 Which rows exist:
 
@@ -46,9 +47,10 @@ from dyafdb.errors import InputError
 from dyafdb.score.conversation import conversation_paths, read_measures
 
 COLUMNS = ["conversation_id", "suite", "archetype", "scenario", "pairing", "play", "window_s", "model", "partner",
-           "side", "role", "opener", "repetition", "attempt", "measure", "judge", "value", "label", "quality", "check"]
+           "side", "role", "opener", "repetition", "attempt", "measure", "judge", "value", "label", "quality", "check", "recording"]
 # mechanical tables written before the check column existed are still read (their rows have none)
-_COLUMNS_BEFORE_CHECKS = COLUMNS[:-1]
+# tables written before the check column, and before the recording digest, are still read
+_OLDER_COLUMNS = (COLUMNS[:-2], COLUMNS[:-1])
 KEEP_GARBLED = ("T3-1", "T3-2")
 
 
@@ -89,27 +91,51 @@ def table_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversatio
     kept: dict[str, tuple[Conversation, int]] = {}
     for row in sorted(rows, key=lambda r: r.conversation_id):
         paths = conversation_paths(config, root, row.conversation_id)
-        attempt = int(read_meta(paths.recording).get("attempt", row.attempt))
+        meta = read_meta(paths.recording)
+        attempt = int(meta.get("attempt", row.attempt))
+        recording = recording_of(meta)
         garble = read_garble(paths.recording)
         failed = failed_sides(garble)
         if not failed or row.archetype in KEEP_GARBLED:
-            kept[row.conversation_id] = (row, attempt)
+            kept[row.conversation_id] = (row, attempt, recording)
             doc = read_measures(paths.measures)
+            check_made_from_recording(paths.measures, doc, row.conversation_id, recording)
             for side in ("a", "b"):
                 base = _side_columns(row, side, attempt)
                 for measure, value in doc["values"][side].items():
                     yield {**base, "measure": measure, "judge": "", "value": format_value(value), "label": "",
-                           "quality": "demo" if demo_config else "", "check": ""}
+                           "quality": "demo" if demo_config else "", "check": "", "recording": recording}
         for side in (garble or {}).get("checked_sides", []):
             yield {**_side_columns(row, side, attempt), "measure": "garble_failure", "judge": "",
                    "value": format_value(int(side in failed)), "label": "", "quality": "demo" if demo_config else "",
-                   "check": ""}
+                   "check": "", "recording": recording}
     if with_judge:
         yield from _judge_rows(config, root, rows, kept)
 
 
+def recording_of(meta: Mapping[str, Any]) -> str:
+    """The recording digest a recording's meta.json carries ("" for recordings made before it)."""
+    provenance = meta.get("provenance")
+    return str(provenance.get("recording") or "") if isinstance(provenance, Mapping) else ""
+
+
+def check_made_from_recording(path: Path, doc: Mapping[str, Any], cid: str, recording: str) -> None:
+    """Refuse a file computed from another conversation or another recording than the one in place
+    (measures of a recording replaced since, a judge answer about an older transcript)."""
+    made = doc.get("provenance") if isinstance(doc, Mapping) else None
+    if not isinstance(made, Mapping):
+        return  # made before provenance existed
+    if made.get("conversation_id") not in (None, cid):
+        raise InputError(f"{path}: field provenance.conversation_id = {made.get('conversation_id')!r}, expected {cid!r}: "
+                         f"another conversation's file; fix: delete it and rerun Snakemake (or `dyafdb score all --id {cid}`)")
+    if recording and made.get("recording") not in (None, recording):
+        raise InputError(f"{path}: field provenance.recording = {made.get('recording')!r}, but the recording of {cid} "
+                         f"now has digest {recording!r}: it was computed from another recording; fix: delete it and "
+                         f"rerun Snakemake (or `dyafdb score all --id {cid}`)")
+
+
 def _judge_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation],
-                kept: Mapping[str, tuple[Conversation, int]]) -> Iterator[dict[str, Any]]:
+                kept: Mapping[str, tuple[Conversation, int, str]]) -> Iterator[dict[str, Any]]:
     """Judge rows of the kept conversations (those with mechanical rows), for every judge the config
     runs, after the judge checks (:mod:`dyafdb.judge.checks`) of each conversation's answers."""
     demo_config = bool(config.get("demo_quality", False))
@@ -120,15 +146,19 @@ def _judge_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversati
                              "(or build the table without judge rows: `dyafdb measures --no-judge`)")
         archetype, question = path.parent.name, path.stem
         seats = QUESTIONS[question].seats(archetype)
-        planned = {cid: seats for cid, (row, _) in kept.items() if row.archetype == archetype}
+        planned = {cid: seats for cid, (row, _, _) in kept.items() if row.archetype == archetype}
         fix = f"judge the batch again: `dyafdb judge --judge {judge} --archetype {archetype} --question {question}`"
         for cid, rec in read_judge_batch(path, planned, fix):
+            if cid in kept and rec.get("recording") not in (None, "", kept[cid][2]):
+                raise InputError(f"{path}: the answer about {cid} has field recording = {rec['recording']!r}, but the "
+                                 f"recording now has digest {kept[cid][2]!r}: it judged another recording's "
+                                 f"transcript; fix: {fix}")
             # only what the checks and the rows need: the full suite holds every answer at once here
             keep = {k: rec.get(k) for k in ("question", "seat", "label", "fields", "rows", "demo_quality")}
             records.setdefault(cid, []).append({**keep, "judge": judge})
     scenarios: dict[str, Any] = {}
     for cid in sorted(records):
-        row, attempt = kept[cid]
+        row, attempt, recording = kept[cid]
         if row.scenario not in scenarios:
             scenarios[row.scenario] = find_scenario(Path(root) / config["scenarios_dir"], row.scenario)
         transcript = conversation_paths(config, root, cid).transcript_txt
@@ -138,7 +168,7 @@ def _judge_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversati
             for r in rec["rows"]:
                 yield {**_side_columns(row, r["side"], attempt), "measure": r["measure"], "judge": rec["judge"],
                        "value": format_value(r["value"]), "label": r.get("label") or "", "quality": quality,
-                       "check": r.get("check") or ""}
+                       "check": r.get("check") or "", "recording": recording}
 
 
 def read_jsonl(path: Path, fix: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -222,7 +252,7 @@ def combined_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversa
     each archetype, in archetype order) plus the judge rows: the same rows as :func:`table_rows`,
     without reading every conversation's files again."""
     by_id = {r.conversation_id: r for r in rows}
-    kept: dict[str, tuple[Conversation, int]] = {}
+    kept: dict[str, tuple[Conversation, int, str]] = {}
     for path in mechanical:
         try:
             fh = open(path, encoding="utf-8", newline="")
@@ -231,7 +261,7 @@ def combined_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversa
                              f"{Path(path).stem} --no-judge --out {path}`") from None
         with fh:
             reader = csv.DictReader(fh, delimiter="\t")
-            if reader.fieldnames not in (COLUMNS, _COLUMNS_BEFORE_CHECKS):
+            if reader.fieldnames not in (COLUMNS, *_OLDER_COLUMNS):
                 raise InputError(f"{path}: columns {reader.fieldnames} are not those of a measures table ({COLUMNS}); "
                                  "rebuild it with `dyafdb measures --no-judge`")
             table = list(reader)
@@ -241,8 +271,8 @@ def combined_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversa
             if cid not in by_id:
                 continue  # left over from an earlier design
             if rec["measure"] != "garble_failure":
-                kept[cid] = (by_id[cid], int(rec["attempt"]))
-            yield {**rec, "check": rec.get("check") or ""}
+                kept[cid] = (by_id[cid], int(rec["attempt"]), rec.get("recording") or "")
+            yield {**rec, "check": rec.get("check") or "", "recording": rec.get("recording") or ""}
     if with_judge:
         yield from _judge_rows(config, root, rows, kept)
 
