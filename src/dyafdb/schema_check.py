@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -128,11 +129,76 @@ def schema_default(schema_name: str, *keys: str) -> Any:
 
 def validate(data: Any, schema_name: str, source: str | Path, schema: dict[str, Any] | None = None) -> None:
     """Raise :class:`InputError` listing every problem in ``data``, each naming its field."""
+    check_expanded_size(data, source)  # before anything walks it: the walk itself would not end
     validator = jsonschema.Draft202012Validator(schema or load_schema(schema_name))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
-    if errors:
-        lines = "\n".join(f"  - {describe(e)}" for e in _leaf_errors(errors))
+    problems = [describe(e) for e in _leaf_errors(errors)] + non_finite_numbers(data)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
         raise InputError(f"{source}: invalid {schema_name}:\n{lines}")
+
+
+# ----------------------------------------------------------------------------- values no schema bounds
+#
+# JSON schema's number type takes NaN and infinity (python-jsonschema compares them without
+# complaint: nan > 3600 is false), and YAML writes them as .nan and .inf; and YAML aliases let a
+# few lines stand for millions of values, shared while loaded but copied out by every json.dumps,
+# digest or job parameter downstream. Both are checked here, for every validated document.
+
+MAX_YAML_BYTES = 16 * 1024 * 1024
+MAX_EXPANDED_VALUES = 1_000_000
+MAX_DEPTH = 100
+
+
+def non_finite_numbers(data: Any, where: str = "") -> list[str]:
+    """One message per NaN or infinite float anywhere in ``data`` (free-form ``params`` included)."""
+    out: list[str] = []
+    if isinstance(data, float) and not math.isfinite(data):
+        out.append(f"{where or '(top level)'} = {data!r}: not a finite number (.nan and .inf are refused); "
+                   "write a number")
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            out += non_finite_numbers(value, f"{where}.{key}" if where else str(key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            out += non_finite_numbers(value, f"{where}.{i}" if where else str(i))
+    return out
+
+
+def check_expanded_size(data: Any, source: str | Path) -> None:
+    """Refuse a document that stands for more than MAX_EXPANDED_VALUES values once its aliases (or
+    shared references, as another YAML loader hands them over) are written out, or that nests
+    deeper than MAX_DEPTH. Sizes are counted once per shared object, so the check is linear in
+    what was parsed, not in what it expands to."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any, depth: int) -> int:
+        if not isinstance(node, (dict, list)):
+            return 1
+        if id(node) in sizes:
+            return sizes[id(node)]
+        if depth > MAX_DEPTH:
+            raise InputError(f"{source}: nested deeper than {MAX_DEPTH} levels; fix: flatten the structure")
+        children = node.values() if isinstance(node, dict) else node
+        sizes[id(node)] = total = 1 + sum(size(child, depth + 1) for child in children)
+        return total
+
+    total = size(data, 0)
+    if total <= MAX_EXPANDED_VALUES:
+        return
+    # name the deepest field that alone is past the bound: where the aliases nest
+    node, path = data, []
+    while True:
+        items = list(node.items()) if isinstance(node, dict) else list(enumerate(node)) if isinstance(node, list) else []
+        big = [(k, v) for k, v in items if size(v, 0) > MAX_EXPANDED_VALUES]
+        if not big:
+            break
+        key, node = big[0]
+        path.append(str(key))
+    field = ".".join(path) or "(top level)"
+    raise InputError(f"{source}: {field} expands to {total:,} values through YAML aliases (&name / *name), more "
+                     f"than the {MAX_EXPANDED_VALUES:,} a config or scenario may hold; fix: write the values out "
+                     "once instead of nesting aliases of aliases")
 
 
 def _leaf_errors(errors: list[jsonschema.ValidationError]) -> list[jsonschema.ValidationError]:
@@ -152,6 +218,9 @@ def read_yaml(path: Path) -> Any:
         data = Path(path).read_bytes()
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
+    if len(data) > MAX_YAML_BYTES:
+        raise InputError(f"{path}: {len(data):,} bytes, more than the {MAX_YAML_BYTES:,} a config or scenario file "
+                         "may hold; fix: check that -c names the config, not a data file")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -159,10 +228,12 @@ def read_yaml(path: Path) -> Any:
         raise InputError(f"{path}: line {line} holds a byte that is not UTF-8 (0x{data[exc.start]:02x}, {exc.reason}); "
                          "save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`)") from None
     try:
-        return yaml.load(text, Loader=YAML_LOADER)
+        loaded = yaml.load(text, Loader=YAML_LOADER)
     except DuplicateKeyError as exc:
         raise InputError(f"{path}: line {exc.line}: key {exc.key!r} appears twice in one mapping (first on line "
                          f"{exc.first_line}); delete the one you do not mean (nothing is read from a file that "
                          "gives a key twice)") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {exc}") from None
+    check_expanded_size(loaded, path)
+    return loaded
