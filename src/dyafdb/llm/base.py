@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
 from dyafdb.errors import InputError
-from dyafdb.llm.secrets import public_endpoint, register_key, register_key_env, scrub
+from dyafdb.llm.secrets import guard_sdk_logs, public_endpoint, register_key, register_key_env, scrub
 
 T = TypeVar("T")
 
@@ -168,6 +168,7 @@ class RetryingClient(Client):
         self.policy = policy
         self.key = spec.api_key()  # read now: a missing key stops before any work
         self.endpoint = public_endpoint(spec.base_url)
+        guard_sdk_logs()  # the subclass has imported its SDK: its loggers exist now
 
     def classify(self, exc: Exception) -> Exception:
         """Map an SDK exception to :class:`Transient`, :class:`Malformed` or :class:`LLMError` (or return it)."""

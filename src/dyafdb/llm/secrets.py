@@ -14,6 +14,9 @@ the SDKs' own variables ``ANTHROPIC_API_KEY`` and ``OPENAI_API_KEY``. Besides th
 simple encodings are removed: URL-encoded, hex, and base64 (standard and URL-safe, at each of the
 three byte alignments a key can have inside a longer encoded text).
 
+The SDKs' and httpx's own loggers get the same scrubbing (:func:`guard_sdk_logs`): httpx logs every
+request's URL at INFO, and a gateway URL may carry a key in its user part or its query.
+
 Values shorter than :data:`MIN_SECRET_CHARS` are not scrubbed: local servers take placeholder keys
 such as ``EMPTY`` or ``none``, and removing those words from every reply would garble the answers.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import logging
 import os
 import re
 import threading
@@ -99,6 +103,31 @@ def scrub(text: str) -> str:
     return text
 
 
+SDK_LOGGERS = ("anthropic", "openai", "httpx2", "httpcore2", "httpx", "httpcore")
+
+
+class _ScrubLogs(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = scrub(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+_LOG_FILTER = _ScrubLogs()
+
+
+def guard_sdk_logs() -> None:
+    """Scrub the records of every SDK and httpx logger that exists (they exist once the SDK is
+    imported). A filter sits on the logger that makes a record, not on its parents, hence each one."""
+    for name in list(logging.root.manager.loggerDict):
+        if name.split(".")[0] in SDK_LOGGERS:
+            logger = logging.getLogger(name)
+            if _LOG_FILTER not in logger.filters:
+                logger.addFilter(_LOG_FILTER)
+
+
 def public_endpoint(url: str | None) -> str:
     """``url`` as messages may name it: no user, password, query or fragment (where gateways put keys)."""
     if not url:
@@ -113,4 +142,5 @@ def public_endpoint(url: str | None) -> str:
         return "an endpoint whose URL does not parse"
 
 
-__all__ = ["MIN_SECRET_CHARS", "REDACTED", "public_endpoint", "register_key", "register_key_env", "scrub"]
+__all__ = ["MIN_SECRET_CHARS", "REDACTED", "guard_sdk_logs", "public_endpoint", "register_key", "register_key_env",
+           "scrub"]
