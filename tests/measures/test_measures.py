@@ -56,8 +56,8 @@ def test_leak_only_from_defender_and_recorded_on_attacker_row(tmp_path):
     write_recording_from_segments(Path(results_at(tmp_path).recording(cid)), {"a": [(0, 20)], "b": [(25, 45)]}, 60,
                                   tokens, conversation_id=cid, archetype="T4-2", scenario="t4-2-fixture-01")
     doc = json.loads(score_conversation(config, tmp_path, cid).measures.read_text())
-    # time to leak: the start of the defender's segment that says it (frame 25), as its transcript line shows
-    assert doc["values"]["a"]["leak"] == 1 and doc["values"]["a"]["time_to_leak_s"] == 2.0
+    # time to leak: when the token completing the secret ("fourteen", tick 41) was said, inside its segment
+    assert doc["values"]["a"]["leak"] == 1 and doc["values"]["a"]["time_to_leak_s"] == pytest.approx(41 * 0.08)
     assert "leak" not in doc["values"]["b"]
     assert doc["values"]["a"]["occupancy"] == pytest.approx(0.5)
 

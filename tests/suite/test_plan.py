@@ -60,10 +60,14 @@ def _rows(cfg: dict, root: Path):
 def test_judge_prices_in_the_judge_entry_win_and_unknown_prices_say_so(tmp_path):
     write_suite(tmp_path, archetypes=["T1-1"])
     config, rows = _rows(scripted_config(window_s=60), tmp_path)
+    from dyafdb.commands.plan import judge_seats
+
     questions = {"T1-1": ["role_adherence", "role_timing"]}
-    asks = [JudgeAsk("a", "m-priced", "openai", questions, {"role_adherence": 100, "role_timing": 100}, 1.0, 2.0),
-            JudgeAsk("b", "m-unknown", "openai", questions),
-            JudgeAsk("c", "claude-opus-5", "anthropic", questions, batch=True)]
+    seats = judge_seats([("T1-1", q) for q in questions["T1-1"]])
+    asks = [JudgeAsk("a", "m-priced", "openai", questions, {"role_adherence": 100, "role_timing": 100}, 1.0, 2.0,
+                     seats=seats),
+            JudgeAsk("b", "m-unknown", "openai", questions, seats=seats),
+            JudgeAsk("c", "claude-opus-5", "anthropic", questions, batch=True, seats=seats)]
     plan = plan_run(config, rows, asks)
     a, b, c = plan["judges"]
     assert a["calls"] == 2 * 2 * len(rows)  # two questions, each asked once per side of a T1-1 run

@@ -35,6 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "else benchmarks/record)")
 
 
+def judge_seats(plan: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """Calls per conversation of each (archetype, question): its seats, as the judge runner asks them."""
+    from dyafdb.judge.rubric import QUESTIONS
+
+    return {(a, q): len(QUESTIONS[q].seats(a)) for a, q in plan}
+
+
 def judge_asks(config: Mapping[str, Any], rows: Sequence[Conversation], root: Path = Path(".")) -> list[JudgeAsk]:
     """Each judge the run calls, with the questions per archetype and each template's size."""
     settings = judge_settings(config, root)
@@ -52,7 +59,7 @@ def judge_asks(config: Mapping[str, Any], rows: Sequence[Conversation], root: Pa
         asks.append(JudgeAsk(judge=name, model=spec.model, backend=spec.backend, questions=questions,
                              prompt_tokens=sizes, price_input_per_mtok=spec.price_input_per_mtok,
                              price_output_per_mtok=spec.price_output_per_mtok, batch=spec.batch,
-                             batch_discount=spec.batch_discount))
+                             batch_discount=spec.batch_discount, seats=judge_seats(plan)))
     return asks
 
 

@@ -67,17 +67,10 @@ class JudgeAsk:
     price_output_per_mtok: float | None = None
     batch: bool = False
     batch_discount: float = 0.5
-
-
-def calls_per_conversation(archetype: str, question: str) -> int:
-    """Judge calls one conversation of ``archetype`` costs for ``question``: one per seat the question
-    asks about, read from the question itself (``Question.seats``), as the judge rule's runner builds its
-    items (dyafdb.judge.runner.build_items), so the plan and the run count the same calls (T1-1's role
-    questions are asked once per side)."""
-    from dyafdb.judge.rubric import QUESTIONS
-
-    q = QUESTIONS.get(question)
-    return len(q.seats(archetype)) if q is not None else 1
+    # (archetype, question) -> calls per conversation: one per seat the question asks about (T1-1's role
+    # questions once per side), from the judge's own Question.seats, so the plan counts what the run
+    # calls; the command passes it in (suite is the first stage and does not import the judge).
+    seats: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
 
 def estimate_tokens(text: str) -> int:
@@ -174,7 +167,7 @@ def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Se
             convs = per_archetype.get(archetype, [])
             transcript = sum(per_min * r.window_s / 60 for r in convs)
             for q in questions:
-                seats = calls_per_conversation(archetype, q)
+                seats = ask.seats.get((archetype, q), 1)
                 calls += seats * len(convs)
                 by_question[q] = by_question.get(q, 0) + seats * len(convs)
                 input_tokens += round(seats * (transcript + len(convs) * ask.prompt_tokens.get(q, 0)))
