@@ -221,3 +221,13 @@ def test_verify_reads_the_config_the_workflow_set(project, capsys, monkeypatch):
     assert main(["verify", "--root", str(project)]) == 0
     assert capsys.readouterr().out.startswith("ok: 4 conversations")
     assert os.environ["DYAFDB_CONFIG"] == str(project / "config.yaml")
+
+
+def test_summary_md_shows_the_verdict_of_verify(project, capsys):
+    summary = Path(results_at(project).root) / "summary.md"
+    assert _cli(project, "summary", "--quiet") == 0
+    assert "## Verify" in summary.read_text() and "`dyafdb verify`: ok: 4 conversations" in summary.read_text()
+    shutil.rmtree(results_at(project).recording(pair(project)[0]))
+    assert _cli(project, "summary", "--quiet") == 0
+    text = summary.read_text()
+    assert "problems (" in text and "missing:" in text and pair(project)[0] in text

@@ -22,6 +22,8 @@ from dyafdb.judge.settings import judge_settings
 from dyafdb.paths import FLAT_LAYOUT_FIX, Results, flat_layout_entries, results_of
 from dyafdb.suite.design import Conversation
 from dyafdb.suite.plan import read_benchmark_seconds
+from dyafdb.verify.check import verify
+from dyafdb.verify.state import scan
 
 # What a failed stage command leaves in its log (dyafdb.cli's messages, or a crash).
 FAILURE_MARKS = ("error:", "agent failure:", "Traceback (most recent call last)")
@@ -77,12 +79,15 @@ def conversation_states(config: Mapping[str, Any], root: Path, rows: Sequence[Co
     batches = judge_plan(sorted({r.archetype for r in rows}))
     judged_archetypes = {a for a in {r.archetype for r in rows}
                          if all(where.judge_output(j, a, q).exists() for j in settings.run for aa, q in batches if aa == a)}
+    # The same scan the workflow plans with (dyafdb.verify.state), so status and `snakemake -n` agree
+    # on what is left: a recording deleted after scoring is left to record, and to score again.
+    held = scan(where.layout, rows)
     states = {}
     for row in rows:
         cid = row.conversation_id
         meta_path = where.recording(cid) / "meta.json"
-        recorded = meta_path.exists()
-        scored = where.scored(cid).exists()
+        recorded = held.recorded[cid]
+        scored = recorded and held.scored[cid]
         failed = ((not recorded and _log_failed(where.job_log("record", cid)))
                   or (recorded and not scored and _log_failed(where.job_log("score", cid))))
         attempt = 1
@@ -364,6 +369,7 @@ def summary_markdown(config: Mapping[str, Any], root: Path, rows: Sequence[Conve
         lines.append("No leaderboard yet (tables/leaderboard.tsv).")
     if board and len({r.get("rating") for r in board}) == 1 and len(board) > 1:
         warnings.append("leaderboard.tsv: every model has the same rating")
+    lines += ["", "## Verify", "", *verify_lines(config, root, rows)]
     lines += ["", "## Warnings", ""]
     lines += [f"- {w}" for w in warnings] or ["None."]
     report = Path(where.layout.report)
@@ -374,6 +380,17 @@ def summary_markdown(config: Mapping[str, Any], root: Path, rows: Sequence[Conve
               f"- measures: {where.layout.measures_table}",
               f"- status while a run goes on: `dyafdb status`"]
     return "\n".join(lines) + "\n"
+
+
+def verify_lines(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation], limit: int = 10) -> list[str]:
+    """`dyafdb verify`'s verdict on the results folder (dyafdb.verify.check), for summary.md."""
+    report = verify(config, root, rows=rows)
+    if report.ok:
+        return [f"`dyafdb verify`: {report.format()}"]
+    lines = [f"`dyafdb verify`: {len(report.problems):,} problems ("
+             + ", ".join(f"{len(v):,} {k}" for k, v in report.by_kind().items()) + "); the first:"]
+    lines += [f"- {p.line()}" for p in report.problems[:limit]]
+    return lines + ["", "Run `dyafdb verify` with this run's config for every problem and its fix."]
 
 
 def write_summary(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation]) -> tuple[Path, str]:
