@@ -180,7 +180,7 @@ def test_a_duplicate_row_in_measures_tsv_is_named(project, capsys):
     fields[header.index("value")] = "0.99"  # a conflicting copy: the last row won silently before
     table.write_text("".join(lines) + "\t".join(fields) + "\n")
     code, report = verify_json(project, capsys)
-    assert code == 1 and any("repeats conversation" in p["message"] for p in report["problems"]["rows"]), report
+    assert code == 1 and any("is given twice" in p["message"] for p in report["problems"]["rows"]), report
 
 
 def test_a_conversation_missing_from_measures_tsv_is_named(project, capsys):
@@ -189,7 +189,8 @@ def test_a_conversation_missing_from_measures_tsv_is_named(project, capsys):
     table.write_text("".join(line for line in table.read_text().splitlines(keepends=True)
                              if not (line.startswith(cid) and "\ta\t" in line)))
     code, report = verify_json(project, capsys)
-    assert code == 1 and any(f"no rows for conversation {cid} side a" in p["message"] for p in report["problems"]["rows"])
+    assert code == 1 and any(f"conversation {cid} has mechanical rows" in p["message"] and "none for side a" in p["message"]
+                           for p in report["problems"]["rows"])
 
 
 def test_a_truncated_judge_batch_and_a_leftover_partial_are_named(project, capsys):

@@ -10,6 +10,7 @@ import pandas as pd
 
 from dyafdb.analysis import columns as C
 from dyafdb.errors import InputError
+from dyafdb.measures.table import check_measures_rows
 from dyafdb.fileio import write_atomic
 
 
@@ -51,6 +52,9 @@ def read_measures(paths: Path | str | Iterable[Path | str]) -> pd.DataFrame:
                 f"{path}: measures table lacks column(s) {', '.join(missing)}; "
                 f"expected at least {', '.join(C.REQUIRED_COLUMNS)} (see docs/analysis.md)"
             )
+        # the one rule for whoever reads a measures table: no seat given twice, no side missing
+        check_measures_rows(path, frame[[c for c in ("conversation_id", "side", "measure", "judge", "value")
+                                         if c in frame.columns]].to_dict("records"))
         frames.append(frame)
     if not frames:
         raise InputError("no measures table given")

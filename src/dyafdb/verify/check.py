@@ -26,13 +26,14 @@ import csv
 import json
 import os
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from dyafdb.clock import FRAME_SAMPLES
 from dyafdb.errors import InputError
+from dyafdb.measures.table import check_measures_rows
 from dyafdb.paths import Results, results_of, shard_of
 from dyafdb.record.recording import lock_abandoned, owner_gone
 from dyafdb.score.check import check_identity, check_recording_digest
@@ -211,44 +212,33 @@ def check_leftovers(results: Results, shards: Iterable[str], report: Report) -> 
 
 
 def check_measures_table(results: Results, rows: Sequence[Conversation], report: Report) -> None:
+    """measures.tsv by the rule every reader applies (dyafdb.measures.table.check_measures_rows), plus
+    what only the design knows: rows of conversations it does not have, conversations with none."""
     path = Path(results.measures_table)
     if not path.exists():
         return
-    seen: dict[tuple[str, ...], int] = {}
-    sides: dict[str, set[str]] = defaultdict(set)
-    garbled: set[str] = set()  # a garbled run keeps only its garble_failure rows (dyafdb.measures.table)
     try:
         with open(path, encoding="utf-8", newline="") as fh:
-            reader = csv.DictReader(fh, delimiter="\t")
-            for n, rec in enumerate(reader, 2):
-                if None in rec or any(v is None for v in rec.values()):
-                    report.add("truncated", path, f"line {n} has {len(rec)} fields, not the header's; fix: delete it "
-                               "and rerun Snakemake")
-                    return
-                key = (rec["conversation_id"], rec["side"], rec["measure"], rec.get("judge", ""))
-                if key in seen:
-                    report.add("rows", path, f"line {n} repeats conversation {key[0]} side {key[1]} measure {key[2]}"
-                               f"{' judge ' + key[3] if key[3] else ''} of line {seen[key]}; fix: delete the table and "
-                               "rerun Snakemake (it is rebuilt from the per-conversation files)")
-                    continue
-                seen[key] = n
-                sides[rec["conversation_id"]].add(rec["side"])
-                if rec["measure"] == "garble_failure" and rec["value"] == "1":
-                    garbled.add(rec["conversation_id"])
-    except (OSError, UnicodeDecodeError, KeyError, csv.Error) as exc:
+            table = list(csv.DictReader(fh, delimiter="\t"))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
         report.add("truncated", path, f"not a readable measures table ({exc}); fix: delete it and rerun Snakemake")
         return
+    for n, rec in enumerate(table, 2):
+        if None in rec or any(v is None for v in rec.values()) or "conversation_id" not in rec:
+            report.add("truncated", path, f"line {n} does not have the header's fields; fix: delete it and rerun Snakemake")
+            return
+    try:
+        check_measures_rows(path, table)
+    except InputError as exc:
+        report.add("rows", path, str(exc).split(": ", 1)[1])
+    held = {rec["conversation_id"] for rec in table}
     ids = {r.conversation_id for r in rows}
-    for cid in sorted(set(sides) - ids):
+    for cid in sorted(held - ids):
         report.add("not_in_design", path, f"rows of conversation {cid}, which the design does not have; fix: rerun "
                    "Snakemake (the table is rebuilt for the design)")
-    for row in rows:
-        got = sides.get(row.conversation_id, set())
-        if got != {"a", "b"} and not (got and row.conversation_id in garbled):
-            missing = sorted({"a", "b"} - got)
-            report.add("rows", path, f"no rows for conversation {row.conversation_id} side {', '.join(missing)}; fix: "
-                       "delete the table and rerun Snakemake")
-    report.counts["measures.tsv rows"] += len(seen)
+    for cid in sorted(ids - held):
+        report.add("rows", path, f"no rows for conversation {cid}; fix: delete the table and rerun Snakemake")
+    report.counts["measures.tsv rows"] += len(table)
 
 
 def check_judge_batches(results: Results, report: Report) -> None:
