@@ -35,7 +35,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from dyafdb.clock import FRAME_SECONDS
 from dyafdb.config import float_section
