@@ -1,6 +1,7 @@
 """The LLM clients shared by the judge and the text-only pairing: one interface, one retry policy.
 
-``base``           ModelSpec, Request, Reply, LLMError, the retry policy every HTTP call goes through
+``base``           ModelSpec, Request, Reply, LLMError, the retry policy and deadline every HTTP call goes through
+``secrets``        every configured API key scrubbed from replies, errors and the SDKs' logs
 ``sdk``            the official SDKs' errors mapped onto that policy; malformed HTTP-200 replies named
 ``anthropic_api``  Anthropic Messages and Message Batches (``anthropic`` SDK)
 ``openai_api``     OpenAI-compatible chat completions (``openai`` SDK)
