@@ -9,7 +9,7 @@ from snakemake.exceptions import WorkflowError
 from dyafdb.paths import Results
 from dyafdb.suite.design import build_design
 from dyafdb.suite.ids import ID_PATTERN
-from dyafdb.record.spec import inputs_digest, recording_inputs
+from dyafdb.record.spec import inputs_digest, model_digests, recording_inputs
 
 CONFIG_FILES = [str(p) for p in (workflow.overwrite_configfiles or ["config/config.yaml"])]
 # Validate before planning anything: a typo stops here with the key, the value and what is allowed.
@@ -143,8 +143,10 @@ def record_params(wildcards):
     """What a recording is made from, as one digest (dyafdb.record.spec: its design row, its two
     models' entries, its scenario's content, the lead-in, the garble watcher's settings where a
     model is checked); meta.json records the same digest, so the plan and the files agree."""
-    row = conversation(wildcards)
-    return inputs_digest(recording_inputs(config, row))
+    return inputs_digest(recording_inputs(config, conversation(wildcards), models=MODEL_DIGESTS))
+
+
+MODEL_DIGESTS = model_digests(config)
 
 
 def start_local_engines():

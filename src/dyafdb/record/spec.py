@@ -53,12 +53,18 @@ def expected_ticks(config: Mapping[str, Any], row: Conversation) -> dict[str, in
             "window_ticks": seconds_to_ticks(row.window_s)}
 
 
-def recording_inputs(config: Mapping[str, Any], row: Conversation, root: Path | str = ".") -> dict[str, Any]:
-    """The digests meta.json keeps under ``provenance.inputs``."""
-    models = config["models"]
+def model_digests(config: Mapping[str, Any]) -> dict[str, str]:
+    """Every model's entry digest, computed once (a plan asks for two per conversation)."""
+    return {name: model_entry_digest(spec) for name, spec in config["models"].items()}
+
+
+def recording_inputs(config: Mapping[str, Any], row: Conversation, root: Path | str = ".",
+                     models: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The digests meta.json keeps under ``provenance.inputs`` (``models``: :func:`model_digests`)."""
+    models = models if models is not None else model_digests(config)
     inputs: dict[str, Any] = {
         "design_row": row_digest(row),
-        "models": {"a": model_entry_digest(models[row.model_a]), "b": model_entry_digest(models[row.model_b])},
+        "models": {"a": models[row.model_a], "b": models[row.model_b]},
         "scenario": scenario_digest(scenario_path(config, row, root)),
         "bridge": digest_json({"lead_in_s": config["bridge"]["lead_in_s"]}),
     }
