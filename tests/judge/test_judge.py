@@ -169,6 +169,10 @@ def test_anthropic_labels_rows_headers_and_anonymous_prompt(tmp_path, stub, monk
     assert n == 8 and usage.calls == n and usage.cached == 0  # 2 self-play x 2 openers + 2 x 2 x 2 cross-play
     assert all(r["label"] == "yes" and r["rows"] == [{"side": "a", "measure": "asked", "value": 1, "label": "yes"}]
                for r in records)
+    # each answer names the recording its transcript was made from (provenance), which the prompt never shows
+    for r in records:
+        meta = json.loads((Path(results_at(tmp_path).recording(r["conversation_id"])) / "meta.json").read_text())
+        assert r["recording"] == meta["provenance"]["recording"]
     posts = stub.posts("/v1/messages")
     assert len(posts) == n
     from anthropic._constants import ANTHROPIC_API_VERSION
@@ -181,7 +185,7 @@ def test_anthropic_labels_rows_headers_and_anonymous_prompt(tmp_path, stub, monk
     assert "temperature" not in posts[0]["body"]  # API 2026-10-21 refuses sampling parameters
     prompt = posts[0]["body"]["messages"][0]["content"]
     assert "sign the release form" in prompt and "Speaker A: Hello, I am [redacted]. Please sign" in prompt
-    for bad in ("orca", "heron", "model_", "t3-2-fixture", "__", str(tmp_path), "scripted"):
+    for bad in ("orca", "heron", "model_", "t3-2-fixture", "__", str(tmp_path), "scripted", records[0]["recording"]):
         assert bad not in prompt.lower(), bad
     out = capsys.readouterr().out
     assert f"{n} questions, {n} calls (0 from cache" in out and "cost $" in out

@@ -257,6 +257,8 @@ def record(item: Item, question: Question, spec: JudgeSpec) -> dict[str, Any]:
         "rows": question.rows(verdict, item.ctx),
         "replies": item.replies, "input_tokens": item.input_tokens, "output_tokens": item.output_tokens,
         "cached": item.all_cached,
+        # the recording the judged transcript was made from (docs/formats.md "Provenance"); never sent to the judge
+        "recording": (item.ctx.transcript.get("provenance") or {}).get("recording"),
     }
 
 
