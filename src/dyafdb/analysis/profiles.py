@@ -59,16 +59,15 @@ def profiles_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
 
     models = settings.order(set(runs[C.MODEL]))
     t11, t12, t31, t32, t41, t42 = (matrix(t) for t in ("T1-1", "T1-2", "T3-1", "T3-2", "T4-1", "T4-2"))
+    # Indexed even when empty: a suite without T2, T3-2 or T4-2 (or without a judged entry) has
+    # empty tables, and every lookup into them must find "no value", not a frame of the wrong shape.
     acts = action_success_table(runs, settings)
-    acts = acts[acts["partner"] == "avg"].set_index(["task", "model"]) if len(acts) else acts
+    acts = acts[acts["partner"] == "avg"].set_index(["task", "model"])
     summary, _ = timing_tables(runs, settings)
-    pooled = summary[summary["partner"] == "*"].set_index(["event", "model"]) if len(summary) else summary
+    pooled = summary[summary["partner"] == "*"].set_index(["event", "model"])
 
     def act(task, m, col):
-        try:
-            return float(acts.loc[(task, m), col])
-        except (KeyError, TypeError):
-            return np.nan
+        return _number(_cell(acts, (task, m), col))
 
     def row_avg(mx, m):
         return float(mx.row_avg.get(m, np.nan)) if mx is not None else np.nan
@@ -130,18 +129,32 @@ def profiles_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "key", "question", "answer", "value", "rate", "rule"])
 
 
-def _pooled(pooled: pd.DataFrame, event: str, model: str, col: str) -> float:
+def _cell(frame: pd.DataFrame, key: tuple, col: str) -> object:
+    """One cell of an indexed table, or None where the table has no such row or column (an
+    archetype, model or event the suite does not hold): every profile lookup goes through here."""
+    if col not in frame.columns or key not in frame.index:
+        return None
+    value = frame.loc[key, col]
+    # A duplicated key gives a Series; the tables here hold one row per key, so that is a bug upstream.
+    if isinstance(value, pd.Series):
+        raise ValueError(f"profiles: {key} appears {len(value)} times in a table indexed by it")
+    return value
+
+
+def _number(value: object) -> float:
     try:
-        return float(pooled.loc[(event, model), col])
-    except (KeyError, TypeError, ValueError):
+        return float(value) if value is not None else np.nan
+    except (TypeError, ValueError):
         return np.nan
 
 
+def _pooled(pooled: pd.DataFrame, event: str, model: str, col: str) -> float:
+    return _number(_cell(pooled, (event, model), col))
+
+
 def _pooled_text(pooled: pd.DataFrame, event: str, model: str) -> str:
-    try:
-        return str(pooled.loc[(event, model), "median"])
-    except (KeyError, TypeError):
-        return ""
+    value = _cell(pooled, (event, model), "median")
+    return "" if value is None else str(value)
 
 
 def _won_given_decided(runs: pd.DataFrame, model: str) -> float:
