@@ -44,3 +44,33 @@ def test_profiles_from_hand_built_runs():
     assert table.loc[("y", "enters_role"), "value"] == 30.0 and table.loc[("y", "enters_role"), "answer"] == "slowly"
     assert table.loc[("x", "tor_pause"), "answer"] == "most of the models"
     assert "rule" in profiles_wide(table.reset_index(), st).columns
+
+
+# Each a suite the paper's grid never is: one archetype, no judged action, no judged entry, one model.
+PARTIAL_SUITES = {
+    "T1-1 only (issue 25)": [conv("a1", "T1-1", "x", "y", a={"role_adherence": "yes"}, b={"role_adherence": "no"}),
+                             conv("a2", "T1-1", "y", "x", a={"role_adherence": "yes"}, b={"role_adherence": "yes"})],
+    "T4-3 only": [conv("g1", "T4-3", "x", "y", a={"decided": 1, "success": 1}),
+                  conv("g2", "T4-3", "y", "x", a={"decided": 0})],
+    "T2 only, self-play of one model": [conv("p1", "T2", "x", "x", a={"decided": 1, "success": 0})],
+    "T3-1 only": [conv("f1", "T3-1", "x", "y", a={"occupancy": 0.6}, b={"occupancy": 0.4})],
+}
+
+
+@pytest.mark.parametrize("suite", PARTIAL_SUITES)
+def test_profiles_of_a_partial_suite_answer_every_question_without_crashing(suite):
+    convs = PARTIAL_SUITES[suite]
+    models = tuple(dict.fromkeys(r["model"] for c in convs for r in c))
+    st = settings(models=models)
+    table = profiles_table(build_runs(frame(*convs), st), st)
+    fixed = ("holds_role", "digressing", "drifts", "decides", "decides_right", "takes_floor", "yields_floor", "presses",
+             "prevails", "extracts", "leaks", "enters_role")
+    for key in fixed:
+        assert sorted(table.loc[table["key"] == key, "model"]) == sorted(models), key
+    # A question about an archetype the suite does not hold has no value and says so with a dash.
+    tasks = {r["archetype"] for c in convs for r in c}
+    if "T4-2" not in tasks:
+        assert (table.loc[table["key"].isin(["extracts", "leaks"]), "answer"] == "–").all()
+    if "T2" not in tasks:
+        assert table.loc[table["key"] == "decides", "value"].isna().all()
+    assert len(profiles_wide(table, st)) == table["key"].nunique()
