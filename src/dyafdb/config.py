@@ -130,3 +130,29 @@ def config_from_environment() -> tuple[list[Path], str | None]:
     """The config files and overrides the workflow set for its jobs ([] and None outside one)."""
     paths = [Path(p) for p in os.environ.get(CONFIG_ENV, "").split(os.pathsep) if p]
     return paths, os.environ.get(OVERRIDES_ENV) or None
+
+
+# A results folder remembers the config it was made with (<results_dir>/run.json, written when the
+# workflow starts): `dyafdb status|summary|verify --results DIR`, or run inside that folder, read the
+# same files, so a hint printed after the demo does not silently read config/config.yaml instead.
+RUN_RECORD = "run.json"
+
+
+def run_record(config_files: list[Path], overrides: Mapping[str, Any] | None, root: Path,
+               config: Mapping[str, Any]) -> dict[str, Any]:
+    from dyafdb.provenance import digest_json
+
+    return {"config_files": [str(Path(p).resolve()) for p in config_files], "overrides": dict(overrides or {}),
+            "root": str(Path(root).resolve()), "config_digest": digest_json(config)}
+
+
+def read_run_record(folder: Path) -> dict[str, Any] | None:
+    """The run record of a results folder, or None where it has none (or an unreadable one)."""
+    import json
+
+    try:
+        doc = json.loads((Path(folder) / RUN_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(doc, dict) and isinstance(doc.get("config_files"), list) and doc["config_files"]
+    return doc if ok else None

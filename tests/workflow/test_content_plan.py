@@ -103,3 +103,27 @@ def test_deleted_measures_are_planned_again(project):
     plan = dry_run(project)
     assert planned(plan, "record") == set()
     assert planned(plan, "score") == {measures.stem}
+
+
+def test_a_results_folder_remembers_its_config(recorded, tmp_path, monkeypatch, capsys):
+    """issue 26, item 6: after a run, `dyafdb status|verify --results DIR` (or run inside DIR) read the
+    config the run was made with, not config/config.yaml; summary.md's hints name that exact command."""
+    results = recorded / "results"
+    record = json.loads((results / "run.json").read_text())
+    assert record["config_files"] == [str(recorded / "config.yaml")] and record["root"] == str(recorded)
+    monkeypatch.chdir(tmp_path)  # somewhere with no config/config.yaml
+    for argv in (["status", "--json", "--results", str(results)], ["verify", "--json", "--results", str(results)]):
+        capsys.readouterr()
+        assert main(argv) in (0, 1)
+        out = json.loads(capsys.readouterr().out)
+        assert out.get("recorded", out.get("counts", {}).get("recordings")) == 4, out
+    monkeypatch.chdir(results)
+    capsys.readouterr()
+    assert main(["status", "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["conversations"] == 4 and "changed since" not in out.err  # the recorded digest matches
+    assert main(["summary", "--quiet"]) == 0
+    assert f"`dyafdb status --results {results}`" in (results / "summary.md").read_text()
+    capsys.readouterr()
+    assert main(["status", "--results", str(tmp_path)]) == 2
+    assert "run.json: no run record" in capsys.readouterr().err

@@ -100,6 +100,15 @@ def preflight_planned_jobs():
         raise WorkflowError(f"preflight failed, nothing was started:\n{format_checks(checks)}")
 
 
+def record_run():
+    """<results>/run.json: the config files (and --config overrides) this run was made with, so
+    `dyafdb status|summary|verify --results <results>` read the same config (dyafdb.config.RUN_RECORD)."""
+    from dyafdb.config import RUN_RECORD, run_record
+    from dyafdb.fileio import write_json_atomic
+
+    write_json_atomic(Path(RESULTS) / RUN_RECORD, run_record(CONFIG_FILES, CLI_OVERRIDES, Path.cwd(), config))
+
+
 def print_run_summary():
     """The end of a successful run: counts, judge cost, headline scores and where to look, printed
     and written to <results>/summary.md (`dyafdb summary` writes the same by hand)."""

@@ -10,12 +10,14 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shlex
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from dyafdb.config import RUN_RECORD
 from dyafdb.fileio import write_text_atomic
 from dyafdb.judge.rubric import judge_plan
 from dyafdb.judge.settings import judge_settings
@@ -361,13 +363,19 @@ def summary_markdown(config: Mapping[str, Any], root: Path, rows: Sequence[Conve
         lines.append("No score tables yet.")
     board = _read_tsv(tables / "leaderboard.tsv")
     lines += ["", "## Leaderboard", ""]
-    if board:
+    rated = [r for r in board if r.get("rating")]
+    if rated:
         cols = [c for c in ("rank", "model", "rating", "lower", "upper", "battles") if c in board[0]]
         lines += ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
         lines += ["| " + " | ".join(r.get(c, "") for c in cols) + " |" for r in board]
+    elif board:
+        # A config without a contested archetype has a board with no rating: say so, not "same rating".
+        from dyafdb.analysis.columns import NO_BATTLES
+
+        lines.append(NO_BATTLES[0].upper() + NO_BATTLES[1:] + ".")
     else:
         lines.append("No leaderboard yet (tables/leaderboard.tsv).")
-    if board and len({r.get("rating") for r in board}) == 1 and len(board) > 1:
+    if len(rated) > 1 and len({r["rating"] for r in rated}) == 1:
         warnings.append("leaderboard.tsv: every model has the same rating")
     lines += ["", "## Verify", "", *verify_lines(config, root, rows)]
     lines += ["", "## Warnings", ""]
@@ -378,7 +386,8 @@ def summary_markdown(config: Mapping[str, Any], root: Path, rows: Sequence[Conve
     lines += [f"- report: {report}" + ("" if report.exists() else " (not built)"),
               f"- viewer: {site}" + ("" if site.exists() else " (not built)"),
               f"- measures: {where.layout.measures_table}",
-              f"- status while a run goes on: `dyafdb status`"]
+              f"- status while a run goes on: `dyafdb status --results {shlex.quote(str(where.results.resolve()))}`"
+              + ("" if (where.results / RUN_RECORD).exists() else " (after the workflow has started it; else pass its -c)")]
     return "\n".join(lines) + "\n"
 
 
@@ -390,7 +399,8 @@ def verify_lines(config: Mapping[str, Any], root: Path, rows: Sequence[Conversat
     lines = [f"`dyafdb verify`: {len(report.problems):,} problems ("
              + ", ".join(f"{len(v):,} {k}" for k, v in report.by_kind().items()) + "); the first:"]
     lines += [f"- {p.line()}" for p in report.problems[:limit]]
-    return lines + ["", "Run `dyafdb verify` with this run's config for every problem and its fix."]
+    where = Where.of(config, root).results.resolve()
+    return lines + ["", f"Every problem and its fix: `dyafdb verify --results {shlex.quote(str(where))}`."]
 
 
 def write_summary(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation]) -> tuple[Path, str]:
