@@ -125,3 +125,6 @@ SIDE_ROLES = {
     "T3-1": ("presser", "presser"), "T3-2": ("presser", "avoider"), "T4-1": ("advocate", "advocate"),
     "T4-2": ("attacker", "defender"), "T4-3": ("claimant", "payer"), "T4-4": ("seller", "buyer"),
 }
+# Why a leaderboard has no rating (only cross-play runs of a contested archetype are battles): the
+# table's page and summary.md print the same words.
+NO_BATTLES = "no contested battles to rate in this config: no cross-play run of a contested archetype with an outcome"

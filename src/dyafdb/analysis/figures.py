@@ -133,7 +133,7 @@ def matrices_figure(matrices: list[Matrix], settings: Settings, center: float | 
     _style()
     mats = [m for m in matrices if len(m.models)]
     if not mats:
-        fig = _empty("no score matrices: no runs of these tasks in this config")
+        fig = _empty("no matrices: no runs of these tasks in this config")
         for m in matrices:
             add_note(fig, f"{m.title}: {m.note or 'no runs'}")
         return fig

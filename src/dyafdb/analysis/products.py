@@ -302,12 +302,16 @@ def rating_product(runs: pd.DataFrame, settings: Settings, out: Path, effects_ou
             anchor = shown["anchor"].fillna(False).astype(bool) if "anchor" in shown else False
             shown["model"] = [settings.label(m) + (" (anchor, pinned)" if a else "")
                               for m, a in zip(shown["model"], anchor if not isinstance(anchor, bool) else [False] * len(shown))]
-        note = (f"Bradley-Terry over {', '.join(settings.contested)}; anchored at {settings.label(settings.anchor_model or '')} = "
-                f"{settings.anchor_rating:g} (pinned: no interval); battles = decisive + ties (a tie is half a win each); "
-                "rank counts only models whose interval lies wholly above, and models whose intervals overlap are "
-                "'not separable': read no order between them; own:<task> = additive own effect")
+        if "rating" in board and board["rating"].notna().any():
+            note = (f"Bradley-Terry over {', '.join(settings.contested)}; anchored at {settings.label(settings.anchor_model or '')} = "
+                    f"{settings.anchor_rating:g} (pinned: no interval); battles = decisive + ties (a tie is half a win each); "
+                    "rank counts only models whose interval lies wholly above, and models whose intervals overlap are "
+                    "'not separable': read no order between them; own:<task> = additive own effect")
+        else:
+            note = (f"{C.NO_BATTLES} ({', '.join(settings.contested)}): no rating, rank or interval; "
+                    "own:<task> = additive own effect")
         write_text_atomic(html, render.frame_html(shown, "Leaderboard", settings, note=note,
-                                                    empty="no contested battles to rate in this config"))
+                                                    empty=C.NO_BATTLES))
     return board, effects
 
 
@@ -357,7 +361,9 @@ def text_pairing_product(config: dict, root: Path, runs_paths: list[Path], text_
         write_text_atomic(html, render.frame_html(
             table.drop(columns=["model"]), "Task performance of the text-only pairing", settings,
             note="speech rows average each model over its pairings; text rows come from their one pairing; "
-                 "T2 is a team score; T3-2 is the presser's agreement rate"))
+                 "T2 is a team score; T3-2 is the presser's agreement rate",
+            empty=(f"no archetype of the text pairing ({', '.join(ts.archetypes)}) in this config's suite: "
+                   "nothing to compare" if not text_measures else "no judged run at the main window, spoken or in text")))
     return table
 
 

@@ -383,7 +383,9 @@ def rating_tables(runs: pd.DataFrame, settings: Settings) -> tuple[pd.DataFrame,
         if len(board):
             board = board.merge(own, left_on="model", right_index=True, how="outer")
         else:
-            board = own.reset_index()
+            # No contested archetype in this config: the board keeps its rating columns, empty, so it
+            # reads the same in every config and says there is no rating rather than leaving it out.
+            board = own.reset_index().reindex(columns=[*board.columns, *own.columns])
     if "rank" in board.columns:
         board = board.sort_values(["rank", "rating"], ascending=[True, False], kind="stable", na_position="last")
     return board.reset_index(drop=True), effects
