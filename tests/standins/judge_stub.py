@@ -21,6 +21,14 @@ sources: ``anthropic`` 2.16.0 on PyPI, upstream github.com/anthropics/anthropic-
   "request_id"}`` (rate_limit_error, overloaded_error, api_error, authentication_error, ...),
   OpenAI ``{"error": {"message", "type", "param", "code"}}``; 429 and 529 carry ``retry-after``.
   A rejected key is echoed back in the message, as some servers do, to test scrubbing.
+- Models (what ``dyafdb plan --check`` probes): ``GET /v1/models/{id}`` answers Anthropic's ``ModelInfo``
+  (``anthropic/types/model_info.py``: type, id, display_name, created_at, lifecycle, max_input_tokens,
+  max_tokens) when the request carries ``anthropic-version`` (the Anthropic SDK always sends it), else
+  OpenAI's ``Model`` (``openai/types/model.py``: id, object, created, owned_by); an id not in
+  ``models`` gets the API's 404 (Anthropic ``not_found_error``; OpenAI ``invalid_request_error`` with
+  code ``model_not_found``), a wrong key 401 (``authentication_error``; OpenAI code ``invalid_api_key``).
+  ``GET /v1/models`` lists ``models`` (Anthropic: data, has_more, first_id, last_id; OpenAI: object
+  list, data).
 - A request without ``model``, ``max_tokens`` (Anthropic) or ``messages`` gets the 400 the API gives;
   under ``anthropic-version: 2026-10-21`` (what SDK 2.x sends) ``temperature``, ``top_p`` and ``top_k``
   are refused with 400 "Extra inputs are not permitted", as the 2026-10-21 migration guide says;
@@ -79,6 +87,7 @@ class Stub:
         self.delay_s = 0.0
         self.echo: list[str] = []
         self.batches: dict[str, dict[str, Any]] = {}
+        self.models: set[str] = {"claude-opus-5", "claude-sonnet-5", "qwen"}  # ids GET /v1/models knows
         self.lock = threading.Lock()
         stub = self
 
@@ -130,11 +139,12 @@ class Stub:
                 else:
                     self._send(200, payload)
 
-            def _error(self, status: int, message: str, openai: bool) -> None:
+            def _error(self, status: int, message: str, openai: bool, param: str | None = None,
+                       code: str | None = None) -> None:
                 headers = [("retry-after", "0")] if status in (429, 529) else []
                 if openai:
                     body = {"error": {"message": message, "type": "invalid_request_error" if status < 500 else "server_error",
-                                      "param": None, "code": None}}
+                                      "param": param, "code": code}}
                 else:
                     body = {"type": "error", "error": {"type": ANTHROPIC_ERROR_TYPE.get(status, "api_error"),
                                                        "message": message}, "request_id": f"req_stub_{len(stub.requests)}"}
@@ -163,7 +173,10 @@ class Stub:
                 given = self.headers.get("x-api-key") or (bearer.removeprefix("Bearer ") if bearer else None)
                 ok = given == KEY or (openai and given is None)  # the OpenAI stub also plays a key-less local server
                 if not ok:
-                    self._error(401, f"invalid x-api-key {given}", openai)
+                    if openai:
+                        self._error(401, f"Incorrect API key provided: {given}.", True, code="invalid_api_key")
+                    else:
+                        self._error(401, f"invalid x-api-key {given}", False)
                 return ok
 
             def _missing(self, body: dict[str, Any], fields: tuple[str, ...], openai: bool) -> bool:
@@ -207,9 +220,27 @@ class Stub:
 
             def do_GET(self) -> None:
                 self._record(None)
+                openai = "anthropic-version" not in {k.lower() for k in self.headers}
+                parts = self.path.split("?")[0].strip("/").split("/")
+                if parts[:2] == ["v1", "models"] and len(parts) <= 3:
+                    if not self._authorised(openai) or self._failing(openai):
+                        return
+                    if len(parts) == 2:
+                        ids = sorted(stub.models)
+                        data = [model_object(m, openai) for m in ids]
+                        self._send(200, {"object": "list", "data": data} if openai else
+                                   {"data": data, "has_more": False, "first_id": ids[0] if ids else None,
+                                    "last_id": ids[-1] if ids else None})
+                    elif parts[2] in stub.models:
+                        self._ok(model_object(parts[2], openai))
+                    elif openai:
+                        self._error(404, f"The model '{parts[2]}' does not exist", True, param="model",
+                                    code="model_not_found")
+                    else:
+                        self._error(404, f"model: {parts[2]}", False)
+                    return
                 if not self._authorised(False):
                     return
-                parts = self.path.strip("/").split("/")
                 if parts[:3] == ["v1", "messages", "batches"] and len(parts) > 3 and parts[3] in stub.batches:
                     if self._failing(False):
                         return
@@ -261,6 +292,15 @@ def message(text: str, body: dict[str, Any]) -> dict[str, Any]:
             "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": len(prompt) // 4, "output_tokens": 9, "cache_creation_input_tokens": 0,
                       "cache_read_input_tokens": 0, "service_tier": "standard"}}
+
+
+def model_object(model_id: str, openai: bool) -> dict[str, Any]:
+    """What ``GET /v1/models/{id}`` answers: OpenAI's ``Model`` or Anthropic's ``ModelInfo``."""
+    if openai:
+        return {"id": model_id, "object": "model", "created": 1767225600, "owned_by": "stub"}
+    return {"type": "model", "id": model_id, "display_name": model_id.replace("-", " ").title(),
+            "created_at": "2026-01-01T00:00:00Z", "lifecycle": "active", "max_input_tokens": 200000,
+            "max_tokens": 64000}
 
 
 def chat_completion(text: str, body: dict[str, Any]) -> dict[str, Any]:

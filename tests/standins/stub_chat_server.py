@@ -6,6 +6,11 @@ reads: ``POST {base_url}/chat/completions`` with a JSON body, answered by a ``Ch
 logprobs and finish_reason, usage with prompt/completion/total tokens); other paths get the API's
 404 error body. Text models answer with a fixed number of words (the defender of a T4-2 scenario
 names its secret; ``say`` puts given words first); the judge model answers in the rubric's format.
+``GET {base_url}/models/{id}`` answers a ``Model`` (``openai/types/model.py``: id, object, created,
+owned_by) for the ids in ``models``, else the API's 404 (``invalid_request_error``, code
+``model_not_found``); ``GET {base_url}/models`` lists them (object list, data). With ``retrieve``
+false the server plays one that lists its models but has no per-model route (llama.cpp's server):
+``GET /models/{id}`` is a 404 for an unknown URL. The server takes no key, as local servers do.
 Every request body is kept for the assertions. ``malformed`` queues HTTP-200 faults for the next
 replies: ``html`` (a proxy's error page) or ``invalid_json`` (a cut body). ``trickle_s`` sends each
 reply's body one byte per that many seconds, as a slow gateway does (every read is short, the call is not).
@@ -28,11 +33,36 @@ class StubChat:
         self.requests: list[dict] = []
         self.malformed: list[str] = []
         self.trickle_s: float | None = None
+        self.models: set[str] = {"stub-judge", "talker-a", "talker-b"}  # ids GET /models knows
+        self.retrieve = True  # False: no GET /models/{id} route, only the list
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):  # keep test output quiet
                 pass
+
+            def _json(self, status: int, reply: dict) -> None:
+                data = json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                parts = self.path.split("?")[0].strip("/").split("/")
+                if parts == ["v1", "models"]:
+                    self._json(200, {"object": "list", "data": [model_object(m) for m in sorted(stub.models)]})
+                elif parts[:2] == ["v1", "models"] and len(parts) == 3 and stub.retrieve:
+                    if parts[2] in stub.models:
+                        self._json(200, model_object(parts[2]))
+                    else:
+                        self._json(404, {"error": {"message": f"The model '{parts[2]}' does not exist",
+                                                   "type": "invalid_request_error", "param": "model",
+                                                   "code": "model_not_found"}})
+                else:
+                    self._json(404, {"error": {"message": f"Unknown request URL: GET {self.path}",
+                                               "type": "invalid_request_error", "param": None, "code": None}})
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
@@ -101,3 +131,7 @@ class StubChat:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def model_object(model_id: str) -> dict:
+    return {"id": model_id, "object": "model", "created": 1767225600, "owned_by": "stub"}

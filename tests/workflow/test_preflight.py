@@ -63,3 +63,55 @@ def test_a_successful_run_ends_with_the_summary(tmp_path, monkeypatch):
     text = summary.read_text()
     assert f"planned: {len(rows)}; recorded: 1;" in text
     assert "# DyaFDB run summary" in out and f"(written to {summary.relative_to(tmp_path)})" in out
+
+
+def _stub_judge(cfg: dict, url: str, model: str) -> dict:
+    cfg["judge"] = {"judges": {"main": {"backend": "openai", "model": model, "base_url": url, "api_key_env": None}}}
+    return cfg
+
+
+def test_an_unknown_judge_model_stops_the_run_before_any_recording(tmp_path, monkeypatch):
+    """The onstart preflight asks each judge the planned jobs call whether its model exists (issue 25, class 8)."""
+    from stub_chat_server import StubChat
+    from test_resume import snakemake
+
+    monkeypatch.delenv("DYAFDB_OFFLINE", raising=False)
+    with StubChat() as stub:
+        _project(tmp_path, monkeypatch, _stub_judge(scripted_config(), stub.url, "no-such-judge"))
+        start = time.monotonic()
+        run = snakemake(tmp_path)
+        elapsed = time.monotonic() - start
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out
+    assert "preflight failed" in out and "FAILED judge main endpoint" in out
+    assert f"model no-such-judge unknown at {stub.url} (HTTP 404)" in out
+    assert "fix: set judge.judges.main.model to one of: stub-judge" in out
+    assert not (tmp_path / "results" / "recordings").exists() and not (tmp_path / "logs" / "record").exists()
+    assert elapsed < 60
+
+
+def test_an_unreachable_judge_stops_the_run_unless_the_node_is_offline(tmp_path, monkeypatch):
+    """DYAFDB_OFFLINE=1 (a node without network) skips the far side: the recordings start."""
+    import socket
+
+    from test_resume import snakemake
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    monkeypatch.delenv("DYAFDB_OFFLINE", raising=False)
+    cfg = _stub_judge(scripted_config(scenarios_per_archetype=1), url, "stub-judge")
+    cfg["judge"]["max_retries"] = 0
+    _project(tmp_path, monkeypatch, cfg)
+    run = snakemake(tmp_path)
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out
+    assert "preflight failed" in out and f"FAILED judge main endpoint: {url} unreachable (connection refused)" in out
+    assert not (tmp_path / "results" / "recordings").exists()
+
+    monkeypatch.setenv("DYAFDB_OFFLINE", "1")
+    run = snakemake(tmp_path)
+    out = run.stdout + run.stderr
+    assert run.returncode != 0, out  # the judge job itself cannot reach the endpoint
+    assert "preflight failed" not in out
+    assert list((tmp_path / "results" / "recordings").rglob("meta.json")), out

@@ -83,15 +83,30 @@ RECORD_SITE = {k: v for k, v in RECORD_SITE.items() if v is not None}
 
 def preflight_planned_jobs():
     """Stop before the first job when a planned job is bound to fail: the key of each judge the run
-    will call, the weights and worker of each model it will record, room for its recordings
+    will call and one cheap request to its endpoint (reachable, key accepted, model known; skipped
+    with DYAFDB_OFFLINE=1 on a node without network), the same request for the text pairing's models
+    when it is planned, the weights and worker of each model it will record, room for its recordings
     (`dyafdb plan --check` runs every check; this runs those the planned jobs need)."""
-    from dyafdb.commands._preflight import failed, format_checks, judge_key_checks, model_checks, results_checks
+    from dyafdb.commands._preflight import (failed, far_side_checks, format_checks, judge_key_checks, model_checks,
+                                            offline_from_env, results_checks)
     from dyafdb.suite.plan import RECORDING_BYTES_PER_S
 
     jobs = list(workflow.dag.needrun_jobs())
     recordings = [CONVERSATIONS[j.wildcards.conversation] for j in jobs if j.rule.name == "record"]
-    judges = sorted({j.wildcards.judge for j in jobs if j.rule.name == "judge"})
+    judges = {j.wildcards.judge for j in jobs if j.rule.name == "judge"}
+    text_models = ()
+    if any(j.rule.name in ("text_pair_generate", "text_pair_score") for j in jobs):
+        from dyafdb.text_pairing.pairing import main_judge_name, text_settings
+
+        ts = text_settings(config)
+        if any(j.rule.name == "text_pair_score" for j in jobs):
+            judges.add(main_judge_name(config, ts))
+        if any(j.rule.name == "text_pair_generate" for j in jobs):
+            text_models = ts.pairing
+    judges = sorted(judges)
     checks = judge_key_checks(config, judges) if judges else []
+    if judges or text_models:
+        checks += far_side_checks(config, judges, offline=offline_from_env(), text_models=text_models)
     if recordings:
         checks += model_checks(config, {m for r in recordings for m in (r.model_a, r.model_b)})
         lead_in = float(config["bridge"]["lead_in_s"])

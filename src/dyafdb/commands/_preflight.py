@@ -3,6 +3,11 @@
 Each check names what failed and how to fix it. `dyafdb plan --check` runs them all; the workflow's
 `onstart` handler runs those that the planned jobs need (keys of the judges it will call, weights
 and workers of the models it will record, room for the recordings it will write).
+
+The far side too (:func:`far_side_checks`): one cheap request per judge the run calls, and per text
+model of an enabled text pairing, proves its endpoint answers, its key is accepted and its model
+exists (:mod:`dyafdb.llm.probe`). On a node without network, ``--offline`` or ``DYAFDB_OFFLINE=1``
+skips those requests and the checks say so.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from dyafdb.agents.checkpoints import expand, resolve_checkpoint
 from dyafdb.errors import InputError
 from dyafdb.judge.settings import judge_settings
+from dyafdb.llm.base import ModelSpec
 from dyafdb.paths import FLAT_LAYOUT_FIX, flat_layout_entries, results_of
 from dyafdb.suite.check import check_scenario
 from dyafdb.suite.design import Conversation
@@ -52,6 +58,45 @@ def judge_key_checks(config: Mapping[str, Any], judges: Iterable[str] | None = N
                          "" if present else f"export {spec.api_key_env}=<your key> before starting the run "
                                             f"(or point judge.judges.{name}.api_key_env at the variable that holds it)"))
     return out
+
+
+OFFLINE_ENV = "DYAFDB_OFFLINE"
+
+
+def offline_from_env() -> bool:
+    """``DYAFDB_OFFLINE`` set to anything but empty, 0, false or no: skip the far side's checks."""
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _key_is_set(spec: ModelSpec) -> bool:
+    return spec.backend == "llamacpp" or spec.api_key_env is None or bool(os.environ.get(spec.api_key_env, "").strip())
+
+
+def far_side_checks(config: Mapping[str, Any], judges: Iterable[str] | None = None, root: Path = Path("."),
+                    offline: bool = False, text_models: Iterable[str] | None = None) -> list[Check]:
+    """One probe per judge the run calls (``judges``, default ``judge.run``) and per text model
+    (``text_models``, default the pairing's two when ``text_pairing.enabled``): endpoint, key and model.
+    A judge whose key is not set is left to its key check; ``offline`` probes nothing and says so."""
+    from dyafdb.llm.probe import probe_models
+    from dyafdb.llm.text_backends import model_spec as text_model_spec
+    from dyafdb.text_pairing.pairing import text_settings
+
+    settings = judge_settings(config, root)
+    # A judge whose key is not set fails its key check; a text model has none, its probe names the key.
+    specs = [s for s in (settings.judge(name).model_spec() for name in (settings.run if judges is None else judges))
+             if _key_is_set(s)]
+    if text_models is None:
+        ts = text_settings(config) if (config.get("text_pairing") or {}).get("enabled") else None
+        text_models = ts.pairing if ts is not None else ()
+    if text_models:
+        models = text_settings(config).models
+        specs += [text_model_spec(models[name]) for name in text_models]
+    names = [f"{s.kind} {s.name} endpoint" for s in specs]
+    if offline:
+        return [Check(name, True, f"not probed: offline (--offline or {OFFLINE_ENV}=1); {s.backend} {s.model} "
+                                  "unchecked until its first call") for name, s in zip(names, specs)]
+    probes = probe_models(specs, settings.probe_timeout_s, "judge.probe_timeout_s")
+    return [Check(name, p.ok, p.detail, p.fix) for name, p in zip(names, probes)]
 
 
 def _conda_envs() -> set[str] | None:

@@ -1,6 +1,7 @@
 """What a config will cost: conversations per suite and pairing, audio hours, GPU-hours, disk, judge
-calls, tokens and cost. With --check, the preflight too (judge keys, weights, workers, scenarios,
-room in the results folder); exits 1 and names every failed check with its fix."""
+calls, tokens and cost. With --check, the preflight too (judge keys, one cheap request per judge
+and text model to its endpoint unless --offline, weights, workers, scenarios, room in the results
+folder); exits 1 and names every failed check with its fix."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from typing import Any, Mapping, Sequence
 
 from dyafdb.agents.engine.models import BATCHED_ADAPTERS
 from dyafdb.commands._common import add_config_argument, load_configs
-from dyafdb.commands._preflight import (failed, format_checks, judge_key_checks, model_checks, results_checks,
-                                        suite_checks)
+from dyafdb.commands._preflight import (OFFLINE_ENV, failed, far_side_checks, format_checks, judge_key_checks,
+                                        model_checks, offline_from_env, results_checks, suite_checks)
 from dyafdb.judge.rubric import judge_plan
 from dyafdb.judge.settings import judge_settings
 from dyafdb.paths import Results, results_of
@@ -29,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the plan (and checks) as JSON")
     parser.add_argument("--check", action="store_true",
                         help="also run the preflight; exit 1 if any check fails")
+    parser.add_argument("--offline", action="store_true",
+                        help=f"with --check: send no request to the judges' and text models' endpoints (a node "
+                             f"without network; {OFFLINE_ENV}=1 does the same)")
     parser.add_argument("--benchmarks", type=Path, default=None,
                         help="benchmark files of finished record jobs, for a measured real-time factor "
                              "when plan.real_time_factor is not set (default: <results_dir>/benchmarks/record, "
@@ -78,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
     checks = []
     if args.check:
         models = {m for r in rows for m in (r.model_a, r.model_b)}
-        checks = (judge_key_checks(config, root=args.root) + model_checks(config, models)
+        checks = (judge_key_checks(config, root=args.root)
+                  + far_side_checks(config, root=args.root, offline=args.offline or offline_from_env())
+                  + model_checks(config, models)
                   + suite_checks(config, rows, args.root)
                   + results_checks(config, plan["disk_gb"]["total"] * 1e9, args.root))
     if args.json:

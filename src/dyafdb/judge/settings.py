@@ -83,6 +83,7 @@ class JudgeSettings:
     max_backoff_s: float = 60.0
     timeout_s: float = 120.0
     label_retries: int = 1
+    probe_timeout_s: float = 10.0  # the preflight's request per judge (dyafdb.llm.probe)
 
     @property
     def main_judge(self) -> str | None:
@@ -145,4 +146,5 @@ def judge_settings(config: Mapping[str, Any], root: Path = Path(".")) -> JudgeSe
         max_backoff_s=float(section["max_backoff_s"]),
         timeout_s=float(section["timeout_s"]),
         label_retries=int(section["label_retries"]),
+        probe_timeout_s=float(section["probe_timeout_s"]),
     )

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Mapping
 
-from dyafdb.llm.base import Malformed, ModelSpec, Reply, Request, RetryingClient, RetryPolicy
-from dyafdb.llm.sdk import classify, parse_raw, require
+from dyafdb.llm.base import Malformed, ModelSpec, Probe, Reply, Request, RetryingClient, RetryPolicy
+from dyafdb.llm.sdk import classify, lookup_model, parse_raw, probe_failure, require
 
 
 class AnthropicClient(RetryingClient):
@@ -30,6 +30,19 @@ class AnthropicClient(RetryingClient):
 
     def classify(self, exc: Exception) -> Exception:
         return classify(exc, self.sdk, self.spec)
+
+    def probe_failure(self, exc: Exception) -> Probe | None:
+        return probe_failure(exc, self.sdk, self.spec, self.endpoint)
+
+    async def lookup(self) -> Probe:
+        """``GET /v1/models/{model}`` (``models.retrieve``): free, no tokens; a 404 lists the account's models."""
+        async def list_ids() -> list[str]:
+            page = await self.client.models.list(limit=100, extra_headers=self.headers)
+            return [getattr(m, "id", None) for m in getattr(page, "data", None) or []]
+
+        return await lookup_model(self.spec, self.endpoint, self.sdk,
+                                  lambda: self.client.models.retrieve(self.spec.model, extra_headers=self.headers),
+                                  list_ids)
 
     def request_body(self, request: Request) -> dict[str, Any]:
         return {"model": self.spec.model, "max_tokens": self.spec.max_tokens, "messages": request.messages}

@@ -14,6 +14,9 @@ trickling a byte a second never lets a read wait long and held a call for a minu
 ``timeout_s: 3``. So :meth:`RetryingClient.call` runs each try under ``asyncio.timeout``, whose
 cancellation closes the connection wherever the SDK is (headers, body, a batch's results).
 
+:meth:`RetryingClient.probe` is the preflight's one cheap request (:mod:`dyafdb.llm.probe`): the
+backend's model lookup, once, under the same kind of deadline, answered as a :class:`Probe`.
+
 API keys come from the environment variable a model names and nowhere else (never from SDK
 profiles or files); they go to the SDK client. Replies and errors scrub every configured key from
 their text when made (:mod:`dyafdb.llm.secrets`), so nothing downstream ever holds one.
@@ -113,6 +116,20 @@ class ModelSpec:
         return key
 
 
+@dataclass(frozen=True)
+class Probe:
+    """What the far side said to the preflight's request: ``ok``, what was found, and the fix.
+    Its text may quote a server, so it is scrubbed of every configured key when made."""
+
+    ok: bool
+    detail: str
+    fix: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "detail", scrub(self.detail))
+        object.__setattr__(self, "fix", scrub(self.fix))
+
+
 @dataclass
 class Request:
     messages: list[dict[str, str]]
@@ -173,6 +190,31 @@ class RetryingClient(Client):
     def classify(self, exc: Exception) -> Exception:
         """Map an SDK exception to :class:`Transient`, :class:`Malformed` or :class:`LLMError` (or return it)."""
         return exc
+
+    async def lookup(self) -> Probe:
+        """The backend's cheapest request that proves endpoint, key and model (its SDK's model lookup)."""
+        raise NotImplementedError
+
+    def probe_failure(self, exc: Exception) -> Probe | None:
+        """An exception of :meth:`lookup` as a failed :class:`Probe` (None: not the far side's doing)."""
+        return None
+
+    async def probe(self, timeout_key: str = "") -> Probe:
+        """:meth:`lookup` once, no retry, the whole of it (every request it makes) under one deadline
+        of ``policy.timeout_s``, as each try of :meth:`call` is; ``timeout_key`` names the setting."""
+        deadline = asyncio.timeout(self.policy.timeout_s)
+        try:
+            async with deadline:
+                return await self.lookup()
+        except Exception as exc:  # the far side's failures become a Probe; others are bugs and propagate
+            if deadline.expired():
+                setting = f"raise {timeout_key} if it is this slow, " if timeout_key else ""
+                return Probe(False, f"{self.endpoint} gave no complete reply within {self.policy.timeout_s:g} s",
+                             f"{setting}check {self.spec.config_key}.base_url and the network, or pass --offline")
+            failure = self.probe_failure(exc)
+            if failure is None:
+                raise
+            return failure
 
     async def call(self, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
         """``attempt()`` under the retry policy, each try under the deadline; ``what`` names the call."""

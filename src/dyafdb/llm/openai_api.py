@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dyafdb.llm.base import Malformed, ModelSpec, Reply, Request, RetryingClient, RetryPolicy
-from dyafdb.llm.sdk import classify, parse_raw, require
+from dyafdb.llm.base import Malformed, ModelSpec, Probe, Reply, Request, RetryingClient, RetryPolicy
+from dyafdb.llm.sdk import classify, lookup_model, parse_raw, probe_failure, require
 
 # Sent as the SDK's named parameters; everything else in a request body (a grammar, extra_body) as extra_body.
 NAMED = ("model", "messages", "max_tokens", "temperature", "seed")
@@ -25,6 +25,20 @@ class OpenAIClient(RetryingClient):
 
     def classify(self, exc: Exception) -> Exception:
         return classify(exc, self.sdk, self.spec)
+
+    def probe_failure(self, exc: Exception) -> Probe | None:
+        return probe_failure(exc, self.sdk, self.spec, self.endpoint)
+
+    async def lookup(self) -> Probe:
+        """``GET /models/{model}`` (``models.retrieve``); where a local server lacks that route,
+        ``GET /models`` (``models.list``) and the id looked for in it."""
+        async def list_ids() -> list[str]:
+            page = await self.client.models.list(extra_headers=self.headers)
+            return [getattr(m, "id", None) for m in getattr(page, "data", None) or []]
+
+        return await lookup_model(self.spec, self.endpoint, self.sdk,
+                                  lambda: self.client.models.retrieve(self.spec.model, extra_headers=self.headers),
+                                  list_ids)
 
     def request_body(self, request: Request) -> dict[str, Any]:
         body = {"model": self.spec.model, "messages": request.messages, "max_tokens": self.spec.max_tokens,

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
+import ssl
 from types import ModuleType
-from typing import Any
+from typing import Any, Awaitable, Callable, Sequence
 
-from dyafdb.llm.base import LLMError, Malformed, ModelSpec, Transient
+from dyafdb.llm.base import LLMError, Malformed, ModelSpec, Probe, Transient
 
 RETRY_STATUS = frozenset({408, 409, 429})
 
@@ -60,3 +62,74 @@ def require(obj: Any, name: str, kind: type | tuple[type, ...], what: str) -> An
     if not isinstance(value, kind) or (isinstance(value, str) and not value):
         raise Malformed(f"{what} without {name}")
     return value
+
+
+# ------------------------------------------------------------------ the preflight's probe (dyafdb.llm.probe)
+
+OFFLINE_HINT = "or pass --offline (DYAFDB_OFFLINE=1 for the workflow) on a node without network"
+SHOWN_IDS = 12
+
+
+async def lookup_model(spec: ModelSpec, endpoint: str, sdk: ModuleType, retrieve: Callable[[], Awaitable[Any]],
+                       list_ids: Callable[[], Awaitable[Sequence[str]]]) -> Probe:
+    """``GET {base_url}/models/{model}`` (``retrieve``): answered, the endpoint is there, the key taken
+    and the model known. A 404 asks ``GET {base_url}/models`` (``list_ids``): local servers (llama.cpp's,
+    vLLM's) list their models but have no per-model route, and a model the list lacks is named with
+    the ids it has. Both 404: the base_url is not the API's root."""
+    try:
+        info = await retrieve()
+        require(info, "id", str, "a model")
+        return Probe(True, f"{spec.model} at {endpoint}: reachable, key accepted, model known")
+    except sdk.NotFoundError:
+        pass
+    try:
+        ids = [i for i in await list_ids() if isinstance(i, str)]
+    except sdk.NotFoundError:
+        return Probe(False, f"{endpoint} has no models endpoint (HTTP 404 to GET /models/{spec.model} and GET /models)",
+                     f"set {spec.config_key}.base_url to the API's root (for OpenAI-compatible servers usually "
+                     f"ending in /v1)")
+    if spec.model in ids:
+        return Probe(True, f"{spec.model} at {endpoint}: reachable, key accepted, model listed")
+    shown = ", ".join(sorted(ids)[:SHOWN_IDS]) + (f", ... ({len(ids)} in all)" if len(ids) > SHOWN_IDS else "")
+    return Probe(False, f"model {spec.model} unknown at {endpoint} (HTTP 404)",
+                 f"set {spec.config_key}.model to one of: {shown}" if ids
+                 else f"the endpoint lists no models: serve {spec.model} there or fix {spec.config_key}.base_url")
+
+
+def probe_failure(exc: Exception, sdk: ModuleType, spec: ModelSpec, endpoint: str) -> Probe | None:
+    """An SDK exception of :func:`lookup_model` as a named failure with its fix (None: not the far side's)."""
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        if status in (401, 403):  # the body may echo the key: never quoted
+            if spec.api_key_env is None:
+                return Probe(False, f"{endpoint} wants a key (HTTP {status})",
+                             f"set {spec.config_key}.api_key_env to the variable that holds it")
+            return Probe(False, f"key in ${spec.api_key_env} refused (HTTP {status}) at {endpoint}",
+                         f"set a valid key in ${spec.api_key_env} (or point {spec.config_key}.api_key_env at the "
+                         "variable that holds it)")
+        return Probe(False, f"{endpoint} answered HTTP {status}: {_api_message(exc.body)}",
+                     f"check {spec.config_key} or try later, {OFFLINE_HINT}")
+    if isinstance(exc, sdk.APITimeoutError):
+        return Probe(False, f"{endpoint} timed out", f"check {spec.config_key}.base_url and the network, {OFFLINE_HINT}")
+    if isinstance(exc, sdk.APIConnectionError):
+        return Probe(False, f"{endpoint} unreachable ({_connection_reason(exc)})",
+                     f"fix {spec.config_key}.base_url or the network, {OFFLINE_HINT}")
+    if isinstance(exc, (sdk.APIResponseValidationError, Malformed, json.JSONDecodeError, UnicodeDecodeError)):
+        return Probe(False, f"{endpoint} answered GET /models/{spec.model} with no model object",
+                     f"set {spec.config_key}.base_url to the API's root, not a proxy's or a web page's")
+    return None
+
+
+def _connection_reason(exc: BaseException) -> str:
+    """Why a connection failed, in the system's words ("connection refused", "name or service not known")."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLError):
+            return f"TLS: {current.reason or current}".lower()
+        if isinstance(current, OSError) and current.errno is not None:
+            return (os.strerror(current.errno) if current.errno > 0 else str(current.strerror or current)).lower()
+        current = current.__cause__ or current.__context__
+    cause = exc.__cause__
+    return str(cause) if cause is not None and str(cause) else type(cause or exc).__name__
