@@ -116,6 +116,9 @@ def project(tmp_path, monkeypatch):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    # The local checks only: the keys set below are fakes, and the far side's probes are
+    # tested against 127.0.0.1 stubs in tests/llm/test_probe.py.
+    monkeypatch.setenv("DYAFDB_OFFLINE", "1")
     return tmp_path, cfg
 
 
