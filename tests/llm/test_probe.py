@@ -26,6 +26,7 @@ KEY_ENV = "DYAFDB_TEST_PROBE_KEY"
 @pytest.fixture
 def stub():
     s = Stub()
+    s.models = {"claude-opus-5", "claude-sonnet-5", "qwen"}
     yield s
     s.trickle_s = None
     s.close()
@@ -34,6 +35,7 @@ def stub():
 @pytest.fixture
 def chat():
     with StubChat() as s:
+        s.models = {"stub-judge", "talker-a", "talker-b"}
         yield s
 
 

@@ -24,8 +24,8 @@ sources: ``anthropic`` 2.16.0 on PyPI, upstream github.com/anthropics/anthropic-
 - Models (what ``dyafdb plan --check`` probes): ``GET /v1/models/{id}`` answers Anthropic's ``ModelInfo``
   (``anthropic/types/model_info.py``: type, id, display_name, created_at, lifecycle, max_input_tokens,
   max_tokens) when the request carries ``anthropic-version`` (the Anthropic SDK always sends it), else
-  OpenAI's ``Model`` (``openai/types/model.py``: id, object, created, owned_by); an id not in
-  ``models`` gets the API's 404 (Anthropic ``not_found_error``; OpenAI ``invalid_request_error`` with
+  OpenAI's ``Model`` (``openai/types/model.py``: id, object, created, owned_by); with ``models`` set,
+  an id not in it gets the API's 404 (Anthropic ``not_found_error``; OpenAI ``invalid_request_error`` with
   code ``model_not_found``), a wrong key 401 (``authentication_error``; OpenAI code ``invalid_api_key``).
   ``GET /v1/models`` lists ``models`` (Anthropic: data, has_more, first_id, last_id; OpenAI: object
   list, data).
@@ -87,7 +87,8 @@ class Stub:
         self.delay_s = 0.0
         self.echo: list[str] = []
         self.batches: dict[str, dict[str, Any]] = {}
-        self.models: set[str] = {"claude-opus-5", "claude-sonnet-5", "qwen"}  # ids GET /v1/models knows
+        # The ids GET /v1/models knows; None: every id, as the Messages and chat endpoints answer any model.
+        self.models: set[str] | None = None
         self.lock = threading.Lock()
         stub = self
 
@@ -226,12 +227,12 @@ class Stub:
                     if not self._authorised(openai) or self._failing(openai):
                         return
                     if len(parts) == 2:
-                        ids = sorted(stub.models)
+                        ids = sorted(stub.models or ())
                         data = [model_object(m, openai) for m in ids]
                         self._send(200, {"object": "list", "data": data} if openai else
                                    {"data": data, "has_more": False, "first_id": ids[0] if ids else None,
                                     "last_id": ids[-1] if ids else None})
-                    elif parts[2] in stub.models:
+                    elif stub.models is None or parts[2] in stub.models:
                         self._ok(model_object(parts[2], openai))
                     elif openai:
                         self._error(404, f"The model '{parts[2]}' does not exist", True, param="model",

@@ -7,7 +7,7 @@ logprobs and finish_reason, usage with prompt/completion/total tokens); other pa
 404 error body. Text models answer with a fixed number of words (the defender of a T4-2 scenario
 names its secret; ``say`` puts given words first); the judge model answers in the rubric's format.
 ``GET {base_url}/models/{id}`` answers a ``Model`` (``openai/types/model.py``: id, object, created,
-owned_by) for the ids in ``models``, else the API's 404 (``invalid_request_error``, code
+owned_by) for the ids in ``models`` (None: any id, as chat completions take any model), else the API's 404 (``invalid_request_error``, code
 ``model_not_found``); ``GET {base_url}/models`` lists them (object list, data). With ``retrieve``
 false the server plays one that lists its models but has no per-model route (llama.cpp's server):
 ``GET /models/{id}`` is a 404 for an unknown URL. The server takes no key, as local servers do.
@@ -33,7 +33,7 @@ class StubChat:
         self.requests: list[dict] = []
         self.malformed: list[str] = []
         self.trickle_s: float | None = None
-        self.models: set[str] = {"stub-judge", "talker-a", "talker-b"}  # ids GET /models knows
+        self.models: set[str] | None = None  # the ids GET /models knows; None: every id
         self.retrieve = True  # False: no GET /models/{id} route, only the list
         stub = self
 
@@ -52,9 +52,9 @@ class StubChat:
             def do_GET(self):
                 parts = self.path.split("?")[0].strip("/").split("/")
                 if parts == ["v1", "models"]:
-                    self._json(200, {"object": "list", "data": [model_object(m) for m in sorted(stub.models)]})
+                    self._json(200, {"object": "list", "data": [model_object(m) for m in sorted(stub.models or ())]})
                 elif parts[:2] == ["v1", "models"] and len(parts) == 3 and stub.retrieve:
-                    if parts[2] in stub.models:
+                    if stub.models is None or parts[2] in stub.models:
                         self._json(200, model_object(parts[2]))
                     else:
                         self._json(404, {"error": {"message": f"The model '{parts[2]}' does not exist",

@@ -77,6 +77,7 @@ def test_an_unknown_judge_model_stops_the_run_before_any_recording(tmp_path, mon
 
     monkeypatch.delenv("DYAFDB_OFFLINE", raising=False)
     with StubChat() as stub:
+        stub.models = {"stub-judge"}
         _project(tmp_path, monkeypatch, _stub_judge(scripted_config(), stub.url, "no-such-judge"))
         start = time.monotonic()
         run = snakemake(tmp_path)
