@@ -114,3 +114,24 @@ def test_an_empty_table_says_why(tmp_path):
     action_success_product(runs, settings(), tmp_path / "a.tsv", tmp_path / "a.html")
     assert "no asymmetric game (T3-2, T4-2, T4-3, T4-4) with an outcome in this config" in (tmp_path / "b.html").read_text()
     assert "no T2, T3-2 or T4-2 run with a judged action in this config" in (tmp_path / "a.html").read_text()
+
+
+def test_an_empty_main_window_table_names_the_windows_it_left_out(tmp_path):
+    """A task recorded only at another window (a window suite) is not missing: its empty main-window
+    tables say where its runs are; with every run at the main window nothing is added."""
+    from analysis_helpers import conv, frame, settings
+    from dyafdb.analysis.products import action_success_product, matrix_product
+    from dyafdb.analysis.runs import build_runs
+
+    at_30 = frame(conv("w1", "T4-2", "x", "y", a={"leak": 1, "asked": 1}, window=30.0),
+                  conv("m1", "T1-1", "x", "y", a={"role_adherence": "yes"}, b={"role_adherence": "no"}, window=60.0))
+    st = settings(models=("x", "y"))
+    runs = build_runs(at_30, st)
+    matrix_product(runs[runs["task"] == "T4-2"], st, "T4-2", tmp_path / "m.tsv", tmp_path / "m.html")
+    action_success_product(runs, st, tmp_path / "a.tsv", tmp_path / "a.html")
+    for page in ("m.html", "a.html"):
+        text = (tmp_path / page).read_text()
+        assert "runs at 30 s are left out of the main window&#x27;s (60 s) tables" in text, text[-600:]
+    only_60 = build_runs(frame(conv("m1", "T1-1", "x", "y", a={"role_adherence": "yes"}, window=60.0)), st)
+    action_success_product(only_60, st, tmp_path / "b.tsv", tmp_path / "b.html")
+    assert "left out" not in (tmp_path / "b.html").read_text()

@@ -93,7 +93,10 @@ def _viewer_from(page: Path, settings: Settings) -> str | None:
 
 
 def _main(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
-    return at_window(runs, main_window(runs, settings))
+    shown = at_window(runs, main_window(runs, settings))
+    left_out = runs.loc[~runs.index.isin(shown.index), C.WINDOW]
+    settings.other_windows_s = tuple(sorted(set(left_out.astype(float))))
+    return shown
 
 
 @table("matrix", stem="score_{task}", each="tasks", labels="TASK_TITLES", title="{label}", runs="wildcard",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from dyafdb.analysis.numbers import fmt, formatter_for  # noqa: F401  (re-exported: render.fmt)
@@ -70,7 +71,10 @@ def matrix_html(matrix: Matrix, settings: Settings, show_n: bool = False, index:
     if matrix.column_avg is not None:
         cells = "".join(f"<td>{fmt(matrix.column_avg.get(p))}</td>" for p in matrix.partners)
         rows.append(f"<tr class='bottom'><td>{html.escape(matrix.column_label or '')}</td>{cells}<td></td></tr>")
-    note = f"<p class='note'>{html.escape(matrix.note)}</p>" if matrix.note else ""
+    note = matrix.note
+    if not np.isfinite(matrix.values.to_numpy(float)).any():
+        note = "; ".join(x for x in (note, elsewhere(settings)) if x)
+    note = f"<p class='note'>{html.escape(note)}</p>" if note else ""
     table = (f"<table><caption>{html.escape(matrix.title)}</caption><thead><tr><th>model \\ partner</th>{head}"
              f"<th>{AVG}</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{note}")
     return page(matrix.title, table, settings)
@@ -81,6 +85,16 @@ def interval_text(lower, upper) -> str:
     if lower is None or upper is None or pd.isna(lower) or pd.isna(upper):
         return ""
     return f"[{fmt(lower)}, {fmt(upper)}]"
+
+
+def elsewhere(settings: Settings | None) -> str:
+    """Where the runs an empty main-window table left out are, or "" when it left none out."""
+    if settings is None or not settings.other_windows_s:
+        return ""
+    windows = ", ".join(f"{w:g} s" for w in settings.other_windows_s)
+    main = f" ({settings.main_window_s:g} s)" if settings.main_window_s is not None else ""
+    return (f"this config's runs at {windows} are left out of the main window's{main} tables "
+            "(the time-window table shows every window)")
 
 
 def frame_body(frame: pd.DataFrame, title: str, note: str = "", formatters: dict[str, Callable] | None = None) -> str:
@@ -102,5 +116,5 @@ def frame_html(frame: pd.DataFrame, title: str, settings: Settings | None = None
                formatters: dict[str, Callable] | None = None, empty: str = "") -> str:
     """``empty``: why the table has no rows, printed in its place (an empty table always says why)."""
     if frame.empty:
-        note = "; ".join(x for x in (empty or "no rows: nothing in these runs to tabulate", note) if x)
+        note = "; ".join(x for x in (empty or "no rows: nothing in these runs to tabulate", elsewhere(settings), note) if x)
     return page(title, frame_body(frame, title, note, formatters), settings)

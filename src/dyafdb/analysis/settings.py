@@ -43,6 +43,9 @@ class Settings:
     site_index: Path | None = None  # the conversation viewer's index page (report and matrix cells link to it)
     annotation_key: Path | None = None  # the blind study's key file (item tokens -> conversations), outside the site
     answers: AnswerPolicy = field(default_factory=AnswerPolicy.default)  # which judge answers count
+    # Windows of the runs a main-window table left out (set where the table is made): an empty table
+    # says they exist, so a suite measured at another window does not read as missing.
+    other_windows_s: tuple[float, ...] = ()
 
     def label(self, model: str) -> str:
         return self.labels.get(model, model)

@@ -163,7 +163,7 @@ def score_note(task_runs: pd.DataFrame, task: str, values: pd.DataFrame, pinned:
     from dyafdb.analysis.numbers import fmt
 
     if task_runs.empty:
-        return f"no {task} runs in this config: nothing to show"
+        return f"no {task} runs at the main window: nothing to show"
     scored = task_runs[task_runs["score"].notna()]
     if scored.empty:
         decided = conversations(task_runs, "decided")
@@ -266,7 +266,7 @@ def turn_taking_matrix(runs: pd.DataFrame, metric: str, settings: Settings,
     label = label or C.TURN_TAKING_LABELS.get(metric, metric)
     why = ""
     if in_tasks.empty:
-        why = "no runs of the main tasks in this config: nothing to show"
+        why = "no runs of the main tasks at the main window: nothing to show"
     elif use.empty:
         why = f"no {label} case in any of the {len(in_tasks)} conversation sides ({no_case})"
     elif (value := why_constant(values.astype(float))) is not None:
