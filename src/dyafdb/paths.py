@@ -195,6 +195,20 @@ class Results:
         """Every benchmark file a per-conversation rule has written so far."""
         return Path(self.benchmark_dir(rule)).glob("*/*.tsv")
 
+    def judge_batches(self) -> Iterator[Path]:
+        """Every judge batch on disk (``judge/<judge>/<archetype>/<question>.jsonl``)."""
+        return Path(self._join("judge")).glob("*/*/*.jsonl")
+
+    def shards(self, kind: str) -> list[str]:
+        """The shard folders on disk under ``recordings`` or ``measures`` (for what is there, not planned)."""
+        try:
+            return sorted(e.name for e in os.scandir(self._join(kind)) if e.is_dir())
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def shard_folder(self, kind: str, shard: str) -> str:
+        return self._join(kind, shard)
+
     def conversation_folders(self) -> dict[str, tuple[str, ...]]:
         """Every folder whose entries are per conversation, with the endings after the id ("" for a
         folder per conversation): what :func:`flat_layout_entries` looks in."""

@@ -208,7 +208,8 @@ def test_score_writes_health_values_for_both_sides_and_the_table_has_them(tmp_pa
     row = build_design(config, tmp_path)[0]
     rec_dir = Path(results_at(tmp_path).recording(row.conversation_id))
     write_recording_from_segments(rec_dir, {"a": [(0, 30), (60, 90)], "b": []}, 120,
-                                  conversation_id=row.conversation_id, archetype="T1-1", scenario=row.scenario)
+                                  conversation_id=row.conversation_id, archetype="T1-1", scenario=row.scenario,
+                                  models=(row.model_a, row.model_b), opener=row.opener)
     paths = score_conversation(config, tmp_path, row.conversation_id)
     doc = read_measures(paths.measures)
     for side in "ab":

@@ -128,8 +128,11 @@ def test_no_model_name_pairing_id_or_path_in_any_transcript(tmp_path, config_fil
                 low = text.lower()
                 for bad in forbidden | {row.conversation_id, row.pairing, row.scenario, str(tmp_path).lower(), "recordings"}:
                     assert not re.search(rf"(?<![a-z0-9]){re.escape(bad.lower())}(?![a-z0-9])", low), (kind, bad, text)
-            assert set(json.loads(texts["json"])) == {"format", "speakers", "window", "lines", "unattached",
-                                                      "tokens_in_two_windows"}
+            doc = json.loads(texts["json"])
+            assert set(doc) == {"format", "speakers", "window", "lines", "unattached", "tokens_in_two_windows",
+                                "provenance"}
+            # the one addition: the recording digest (a content hash), never an id, a model or a path
+            assert set(doc["provenance"]) == {"recording"} and re.fullmatch(r"[0-9a-f]{16}", doc["provenance"]["recording"])
 
 
 def test_stage_commands_run_alone_from_the_previous_stage_file(tmp_path, capsys):

@@ -133,7 +133,9 @@ def score_conversation(config: Mapping[str, Any], root: Path, conversation_id: s
     if "transcript" in stages:
         doc = build_transcript(segments, rec.tokens, rec.meta.get("opener", "a"),
                                TranscriptParams.from_config(config), identifying_names(config))
-        write_json_atomic(paths.transcript_json, {"provenance": provenance, **doc}, indent=None)
+        # the recording digest alone: a transcript names no conversation, model or path (the judge's input)
+        write_json_atomic(paths.transcript_json, {"provenance": {"recording": provenance["recording"]}, **doc},
+                          indent=None)
         write_text_atomic(paths.transcript_txt, render(doc))
     if "measures" in stages:
         doc = compute_measures(segments, ticks, rec, TurnTakingParams.from_config(config),
@@ -146,7 +148,7 @@ def score_conversation(config: Mapping[str, Any], root: Path, conversation_id: s
 
 def check_made_from(path: Path, provenance: Mapping[str, Any]) -> None:
     """Refuse an earlier stage's file (segments) made from another recording than the one now in place."""
-    doc = read_json(path, "segments file", "run `dyafdb score segments` for this conversation")
+    doc = read_json(path, "segments file", "run `dyafdb score` for this conversation")
     made = doc.get("provenance") if isinstance(doc, dict) else None
     if made is not None and made != dict(provenance):
         raise InputError(f"{path}: field provenance = {made!r}, expected {dict(provenance)!r}: it was computed from "

@@ -191,7 +191,7 @@ def check_measures_file(results: Results, cid: str, digest: str | None, report: 
 
 def check_leftovers(results: Results, shards: Iterable[str], report: Report) -> None:
     for shard in sorted(shards):
-        folder = Path(results.recordings) / shard
+        folder = Path(results.shard_folder("recordings", shard))
         try:
             entries = list(os.scandir(folder))
         except (FileNotFoundError, NotADirectoryError):
@@ -243,8 +243,7 @@ def check_measures_table(results: Results, rows: Sequence[Conversation], report:
 
 def check_judge_batches(results: Results, report: Report) -> None:
     """Every line of every judge batch parses, and no seat is answered twice."""
-    root = Path(results.root) / "judge"
-    for path in sorted(root.glob("*/*/*.jsonl")):
+    for path in sorted(results.judge_batches()):
         seats: dict[tuple[Any, ...], int] = {}
         try:
             with open(path, encoding="utf-8") as fh:
@@ -280,14 +279,13 @@ def verify(config: Mapping[str, Any], root: Path, deep: bool = False, rows: Sequ
     report = Report()
     report.counts["conversations"] = len(rows)
     shards = {shard_of(r.conversation_id) for r in rows}
-    on_disk_shards = {e.name for e in _scandir(results.recordings) if e.is_dir()} | {
-        e.name for e in _scandir(str(Path(results.root) / "measures")) if e.is_dir()}
+    on_disk_shards = set(results.shards("recordings")) | set(results.shards("measures"))
     for shard in sorted(on_disk_shards):
-        for entry in _scandir(f"{results.recordings}/{shard}"):
+        for entry in _scandir(results.shard_folder("recordings", shard)):
             if not entry.name.startswith(".") and entry.name not in by_id:
                 report.add("not_in_design", entry.path, "a recording of a conversation this config's design does not "
                            "have; fix: move it out of the results folder, or use the config it was made with")
-        for entry in _scandir(f"{results.root}/measures/{shard}"):
+        for entry in _scandir(results.shard_folder("measures", shard)):
             if entry.name.endswith(".json") and entry.name[:-5] not in by_id:
                 report.add("not_in_design", entry.path, "measures of a conversation this config's design does not "
                            "have; fix: move it out of the results folder, or use the config it was made with")

@@ -41,8 +41,8 @@ class Holdings:
 def scan(results: Results, rows: Iterable[Conversation]) -> Holdings:
     rows = list(rows)
     shards = {shard_of(r.conversation_id) for r in rows}
-    measure_files = {s: _listing(f"{results.root}/measures/{s}") for s in shards}
-    folders = {s: _listing(f"{results.root}/recordings/{s}") for s in shards}
+    measure_files = {s: _listing(results.shard_folder("measures", s)) for s in shards}
+    folders = {s: _listing(results.shard_folder("recordings", s)) for s in shards}
     recorded, scored = {}, {}
     for row in rows:
         cid = row.conversation_id
