@@ -24,8 +24,6 @@ from dyafdb.judge.settings import judge_settings
 from dyafdb.paths import FLAT_LAYOUT_FIX, Results, flat_layout_entries, results_of
 from dyafdb.suite.design import Conversation
 from dyafdb.suite.plan import read_benchmark_seconds
-from dyafdb.verify.check import verify
-from dyafdb.verify.state import scan
 
 # What a failed stage command leaves in its log (dyafdb.cli's messages, or a crash).
 FAILURE_MARKS = ("error:", "agent failure:", "Traceback (most recent call last)")
@@ -83,6 +81,8 @@ def conversation_states(config: Mapping[str, Any], root: Path, rows: Sequence[Co
                          if all(where.judge_output(j, a, q).exists() for j in settings.run for aa, q in batches if aa == a)}
     # The same scan the workflow plans with (dyafdb.verify.state), so status and `snakemake -n` agree
     # on what is left: a recording deleted after scoring is left to record, and to score again.
+    from dyafdb.verify.state import scan  # here, not at import: every command's CLI loads this module
+
     held = scan(where.layout, rows)
     states = {}
     for row in rows:
@@ -393,6 +393,8 @@ def summary_markdown(config: Mapping[str, Any], root: Path, rows: Sequence[Conve
 
 def verify_lines(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation], limit: int = 10) -> list[str]:
     """`dyafdb verify`'s verdict on the results folder (dyafdb.verify.check), for summary.md."""
+    from dyafdb.verify.check import verify
+
     report = verify(config, root, rows=rows)
     if report.ok:
         return [f"`dyafdb verify`: {report.format()}"]
