@@ -232,3 +232,21 @@ def test_summary_md_shows_the_verdict_of_verify(project, capsys):
     assert _cli(project, "summary", "--quiet") == 0
     text = summary.read_text()
     assert "problems (" in text and "missing:" in text and pair(project)[0] in text
+
+
+def test_the_judge_refuses_a_transcript_of_another_recording(project, capsys, monkeypatch):
+    """A transcript made from a recording since replaced is not judged (its answers would be credited to
+    the new recording); the refusal names the transcript, the field and the fix before any call."""
+    mine = pair(project)[0]
+    results = results_at(project)
+    doc = json.loads(Path(results.transcript_json(mine)).read_text())
+    doc["provenance"]["recording"] = "0" * 16
+    Path(results.transcript_json(mine)).write_text(json.dumps(doc))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-never-used-in-this-test")  # refused before any call is made
+    from conftest import REPO
+
+    shutil.copytree(REPO / "config" / "judge", project / "config" / "judge")
+    capsys.readouterr()
+    assert _cli(project, "judge", "--archetype", "T1-1", "--question", "role_adherence") == 2
+    err = capsys.readouterr().err
+    assert "field provenance.recording" in err and mine in err and "Traceback" not in err

@@ -33,6 +33,7 @@ from dyafdb.judge.rubric import INVALID, QUESTIONS, Context, Question, Verdict
 from dyafdb.judge.settings import JudgeSettings, JudgeSpec, judge_settings
 from dyafdb.suite.scenarios import find_scenario
 from dyafdb.errors import InputError
+from dyafdb.record.recording import read_meta
 
 
 @dataclass
@@ -97,6 +98,14 @@ def _load_transcript(results: Results, cid: str) -> tuple[dict[str, Any], str]:
         text = Path(results.transcript_txt(cid)).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{results.transcript_txt(cid)}: transcript not found; {fix}") from None
+    # A transcript of another recording than the one now in place (re-recorded, restored, copied) is
+    # not judged: its answers would be credited to this recording.
+    made = (doc.get("provenance") or {}).get("recording") if isinstance(doc, dict) else None
+    now = (read_meta(Path(results.recording(cid))).get("provenance") or {}).get("recording") if made else None
+    if made and now and made != now:
+        raise InputError(f"{results.transcript_json(cid)}: field provenance.recording = {made!r}, but the recording of "
+                         f"{cid} now has digest {now!r}: the transcript was made from another recording; fix: run "
+                         f"`dyafdb score all --id {cid}` (or delete its measures file and rerun Snakemake)")
     return doc, text
 
 
