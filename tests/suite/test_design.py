@@ -150,3 +150,22 @@ def test_design_refuses_windows_that_print_alike_but_still_merges_a_repeated_row
         build_design(cfg, tmp_path)
     cfg["suites"]["w"]["window_s"] = 4.0  # the same conversation twice: one row, as before
     assert len(build_design(cfg, tmp_path)) == len(build_design(_collision_config(["p", "q"]), tmp_path))
+
+
+def test_a_suite_that_makes_no_conversation_is_refused_with_the_fix(tmp_path):
+    """One model with cross_play_only made an empty design: the design job passed and every later job
+    failed on empty inputs (or, beside other suites, the suite vanished without a word)."""
+    import pytest
+    from conftest import scripted_config, write_suite
+    from dyafdb.config import validate_config
+    from dyafdb.errors import InputError
+    from dyafdb.suite.design import build_design
+
+    write_suite(tmp_path, archetypes=["T1-1"])
+    cfg = scripted_config(cross_play_only=True)
+    cfg["suites"]["t"]["models"] = ["talker"]
+    with pytest.raises(InputError, match=r"suites\.t makes no conversation.*cross_play_only: True.*fix:"):
+        build_design(validate_config(cfg, "test"), tmp_path)
+    cfg["suites"]["t"].update(models=["talker"], only_with=["talker"])  # only talker's self-play, and that is off
+    with pytest.raises(InputError, match=r"suites\.t makes no conversation.*only_with: \['talker'\]"):
+        build_design(validate_config(cfg, "test"), tmp_path)

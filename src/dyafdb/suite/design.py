@@ -131,13 +131,19 @@ def build_design(config: dict[str, Any], root: Path | None = None) -> list[Conve
                              f"{lead_in}: the opener's lead-in would fill the whole window and the partner never be heard; "
                              "make window_s longer than the lead-in")
         by_archetype = load_suite(scenarios_dir, suite["archetypes"])
+        kept_pairings = [(m1, m2) for m1, m2 in pairings(suite["models"])
+                         if not (m1 == m2 and suite.get("cross_play_only", False))
+                         # only_with: a new model's pairings only, the references' own games are already recorded
+                         and not (suite.get("only_with") and not {m1, m2} & set(suite["only_with"]))]
+        if not kept_pairings:
+            # Every job after the design would fail on empty inputs, or the suite vanish beside others.
+            raise InputError(f"suites.{suite_name} makes no conversation: its models {suite['models']} leave no pairing "
+                             f"(cross_play_only: {bool(suite.get('cross_play_only', False))}, only_with: "
+                             f"{suite.get('only_with')}); fix: add a model, drop cross_play_only or only_with, or set "
+                             "enabled: false")
         for scenario in _select_scenarios(suite_name, suite, by_archetype):
-            for m1, m2 in pairings(suite["models"]):
+            for m1, m2 in kept_pairings:
                 self_play = m1 == m2
-                if self_play and suite.get("cross_play_only", False):
-                    continue
-                if suite.get("only_with") and not {m1, m2} & set(suite["only_with"]):
-                    continue  # a new model's pairings only: the references' own games are already recorded
                 assignments = [(m1, m2)] if self_play else [(m1, m2), (m2, m1)]
                 for (model_a, model_b), opener, rep in itertools.product(assignments, ("a", "b"), range(1, suite["repetitions"] + 1)):
                     cid = conversation_id(scenario.id, model_a, model_b, opener, rep, suite["window_s"])
