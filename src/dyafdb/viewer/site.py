@@ -37,6 +37,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping, Sequence, TextIO
 
+from dyafdb.analysis.answers import policy_of
 from dyafdb.analysis.settings import report_path
 from dyafdb.suite.design import Conversation, build_design
 from dyafdb.fileio import write_text_atomic
@@ -232,7 +233,8 @@ def _conversation_page(ctx: _Context, src: Sources, media: Media) -> str:
     return pages.conversation_page(
         row=src.row, meta=src.meta, player=player, prompts=prompts(src, blind=False), measures=src.measures,
         judges=ctx.judges, records=src.judged, garble=src.garble, speakers=src.speakers,
-        annotation=bool(ctx.picks) and not ctx.annotation_only, demo_quality=bool(ctx.config.get("demo_quality")))
+        annotation=bool(ctx.picks) and not ctx.annotation_only, demo_quality=bool(ctx.config.get("demo_quality")),
+        policy=policy_of(ctx.config))
 
 
 def _item_page(ctx: _Context, src: Sources, media: Media, pick: Pick) -> tuple[str, list[dict[str, Any]]]:
