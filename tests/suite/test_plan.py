@@ -271,3 +271,29 @@ def test_the_plan_counts_the_judge_calls_the_judge_stage_makes(tmp_path, monkeyp
     assert planned["questions"]["role_adherence"] == 2 * t11  # once per side
     assert planned["calls"] == made == plan["judge_calls"]
     assert abs(planned["input_tokens"] - tokens) <= 0.25 * tokens, (planned["input_tokens"], tokens)
+
+
+def test_gpu_hours_per_dialogue_hour_beside_the_papers_two(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(REPO)
+    rc, plan = _plan_json(capsys, "--benchmarks", str(tmp_path / "none"))
+    assert rc == 0
+    per = plan["gpu_hours_per_dialogue_hour"]
+    # Two one-GPU models per job for (lead-in + window) + model loading, per window of dialogue.
+    config = load_config(REPO / "config" / "config.yaml")
+    job_s = 60 + config["bridge"]["lead_in_s"] + config["plan"]["startup_s"]
+    assert per["batch_1"] == pytest.approx(2 * job_s / 60)
+    assert per["engines"] == pytest.approx(plan["gpu_hours_engines"] / plan["audio_hours"]) and per["engines"] < per["batch_1"]
+    assert per["paper"] == 2.0
+    assert main(["plan", "--benchmarks", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert f"GPU-hours per dialogue hour: {per['batch_1']:.2f} at batch 1, {per['engines']:.2f} with engines; the paper's 2.0" in out
+
+
+def test_a_plan_without_conversations_has_no_per_hour_ratio(tmp_path):
+    write_suite(tmp_path, archetypes=["T1-1"])
+    config, rows = _rows(scripted_config(window_s=60), tmp_path)
+    plan = plan_run(config, [], [])
+    assert plan["gpu_hours_per_dialogue_hour"]["batch_1"] is None
+    from dyafdb.suite.plan import format_plan
+
+    assert "per dialogue hour" not in format_plan(plan)

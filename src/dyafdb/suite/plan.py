@@ -26,6 +26,9 @@ RECORDING_BYTES_PER_S = SAMPLE_RATE * 2 * 4
 DEFAULT_REAL_TIME_FACTOR = 1.0
 # Until a GPU has run scripts/gpu-bench-engine.sh: vllm-omni's lockstep PersonaPlex prototype (PR #6604)
 # stepped 32 conversations in 70.2 ms per tick on an H100 (/work/shared/research/adapter-audit.md).
+# The paper's budget: two GPUs per conversation (one per model), each conversation recorded in near
+# real time, so one hour of dialogue costs two GPU-hours. The plan prints its own ratio beside it.
+PAPER_GPU_HOURS_PER_DIALOGUE_HOUR = 2.0
 PUBLISHED_ENGINE_TICK = (70.2, 32, "published: vllm-omni's PersonaPlex prototype on an H100, not measured here")
 
 
@@ -191,8 +194,13 @@ def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Se
 
     results_bytes = len(rows) * float(settings.get("results_kb_per_conversation", 200)) * 1000
     costs = [j["cost_usd"] for j in judge_rows]
+    hours = totals["audio_hours"]
     return {
         **totals,
+        "gpu_hours_per_dialogue_hour": {
+            "batch_1": totals["gpu_hours"] / hours if hours else None,
+            "engines": totals["gpu_hours_engines"] / hours if hours else None,
+            "paper": PAPER_GPU_HOURS_PER_DIALOGUE_HOUR},
         "suites": suites,
         "real_time_factor": {"value": rtf, "source": rtf_source, "startup_s": job_startup},
         "engines": {"models": batched, "tick_ms": tick_ms, "sessions": tick_sessions, "source": tick_source,
@@ -216,6 +224,10 @@ def format_plan(plan: Mapping[str, Any]) -> str:
                  + (f"{', '.join(eng['models'])} batched {eng['sessions']} per GPU at {eng['tick_ms']:g} ms per tick "
                     f"({eng['source']}), one model load per {eng['sessions']} sessions, prompt phases not counted" if eng["models"] else
                     "no model of this config has a batching engine"))
+    per = plan["gpu_hours_per_dialogue_hour"]
+    if per["batch_1"] is not None:
+        lines.append(f"  GPU-hours per dialogue hour: {per['batch_1']:.2f} at batch 1, {per['engines']:.2f} with engines; "
+                     f"the paper's {per['paper']:.1f} (two GPUs per conversation, near real time)")
     for name, suite in plan["suites"].items():
         lines.append(f"  suite {name} ({suite['window_s']:g} s window): {suite['conversations']:,} conversations, "
                      f"{suite['audio_hours']:,.1f} audio h, {suite['gpu_hours']:,.1f} GPU-h")
