@@ -91,16 +91,17 @@ def test_chunks_fifo_backpressure_and_text(ref_wav, ckpt):
         "decode_mode", "temperature", "top_k", "top_p", "length_penalty", "max_new_speak_tokens_per_chunk")}}
         for kw in model.generate_kwargs)
 
-    # chunk boundaries: 1,035 ms then 1 s of one continuous 16 kHz stream, cut the tick it completes
+    # chunk boundaries: 16,000 samples (1 s) of one continuous 16 kHz stream each, the first too (the demo
+    # client, capture-processor.js; the model left-pads the first to 1,035 ms), cut the tick it completes
     heard = np.concatenate([np.zeros(1920, np.float32), result.recording.audio[1][:-1920]])
     stream = resample_whole(heard)
     sizes = [len(c) for c in model.received]
     n = len(sizes)
-    assert agent._chunks == (ticks * 1280 - 16560) // 16000 + 1  # every chunk completed by the last tick was cut
-    assert sizes == [16560] + [16000] * (n - 1) and n >= agent._chunks - 2  # the rest were in flight at close
+    assert agent._chunks == ticks * 1280 // 16000  # every chunk completed by the last tick was cut
+    assert sizes == [16000] * n and n >= agent._chunks - 2  # the rest were in flight at close
     assert np.array_equal(np.concatenate(model.received), stream[: sum(sizes)])
     last_ticks = [e["ticks"][1] for e in agent.events]
-    assert last_ticks == [math.ceil((16560 + 16000 * k) / 1280) - 1 for k in range(len(last_ticks))]
+    assert last_ticks == [math.ceil(16000 * (k + 1) / 1280) - 1 for k in range(len(last_ticks))]
     spans = np.diff([-1] + last_ticks)
     assert set(spans) <= {12, 13}
 
@@ -115,7 +116,7 @@ def test_chunks_fifo_backpressure_and_text(ref_wav, ckpt):
     produced = np.concatenate([o for o in model.outputs if o is not None])
     assert len(voiced) > 3 * 24000 and np.array_equal(voiced, produced[: len(voiced)])
     frames = played.reshape(ticks, 1920)
-    for f in frames:  # model audio is contiguous within a frame (listen chunks play as 1 s of zeros)
+    for f in frames:  # model audio is contiguous within a frame
         nz = np.flatnonzero(f)
         assert len(nz) == 0 or nz[-1] - nz[0] == len(nz) - 1
 
@@ -177,6 +178,40 @@ def test_official_demo_settings_listen_first_and_finalize(ref_wav, ckpt):
     assert info["extra"]["speak_first"] is False and info["extra"]["system_prompt_wrapped_by"] == "adapter"
     first_voiced = int(np.flatnonzero(result.recording.audio[0])[0]) / 1920
     assert first_voiced > 3 * 12.5  # three listening chunks (about 3 s of input) before any speech
+
+
+def test_listening_chunks_queue_no_playback_as_the_demo_client(ref_wav, ckpt):
+    """duplex-session.js _handleResult plays a result's audio only when it is not a listen: the 1 s of
+    zeros a listening chunk returns must not hold back the speech computed right after it."""
+    from dyafdb.agents.minicpmo import Chunk
+
+    agent = StandInAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav)}, "minicpmo")
+    agent.open(Session(conversation_id="c", side="a", prompt=ROLE, speaker_name="Avery", seed=3, is_opener=True,
+                       window_ticks=10))
+    try:
+        # a listen and a speak land together (the model caught up on a backlog)
+        agent._deliver(Chunk(0, np.zeros(16000, np.float32), 0, 0, 12),
+                       {"is_listen": True, "text": "", "audio_waveform": np.zeros(24000, np.float32)})
+        agent._deliver(Chunk(1, np.zeros(16000, np.float32), 16000, 12, 25),
+                       {"is_listen": False, "text": "hello", "audio_waveform": np.full(24000, 0.3, np.float32)})
+        audio, words = agent._pop_frame()
+    finally:
+        agent.close()
+    assert audio.min() == np.float32(0.3) and words == ["hello"]  # speech on the next tick, not 12.5 ticks of zeros later
+
+    agent = StandInAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav)}, "minicpmo")
+    played = run(agent, 80).recording.audio[0]
+    speaks = next(e for e in agent.events if not e["is_listen"])
+    assert int(np.flatnonzero(played)[0]) // 1920 <= speaks["delivered_tick"] + 1  # plays the tick it is computed
+    produced = np.concatenate([o for o in agent.model.outputs if o is not None])
+    assert np.array_equal(played[played != 0], produced[: np.count_nonzero(played)])
+def test_duplex_mode_is_set_with_the_processor_mode_enum(ref_wav, ckpt):
+    """modeling_minicpmo_unified.py set_mode compares with ProcessorMode: the string "duplex" would skip the
+    duplex reset (upstream raises nothing), so the adapter passes ProcessorMode.DUPLEX as the demo server does."""
+    agent = StandInAgent({"checkpoint_dir": str(ckpt), "ref_audio": str(ref_wav)}, "minicpmo")
+    base = agent.model.model
+    assert base._current_mode is minicpmo_duplex.ProcessorMode.DUPLEX
+    assert agent.model.streaming_state_resets == 1 and base.session_resets == 2  # STREAMING at init, then DUPLEX
 
 
 def test_length_penalty_is_sent_only_where_the_code_takes_it(ref_wav, ckpt):

@@ -4,8 +4,13 @@ Mirrors OpenBMB/minicpm-o-4_5-pytorch-simple-demo @ c7e1660 (the code OpenBMB's 
 also vendored in OpenBMB/MiniCPM-o-Demo @ 28b60cf):
 
 * ``MiniCPMO45/modeling_minicpmo_unified.py``: ``MiniCPMO.init_unified(duplex_config=..., device=...)``
-  builds ``self.duplex = DuplexCapability(model=self, device=device, **duplex_config)`` (~L306-365);
-  ``set_mode``. ``DuplexCapability`` (~L4216): kwargs ``force_listen_count`` (default 0; the demo's
+  builds ``self.duplex = DuplexCapability(model=self, device=device, **duplex_config)`` and ends in
+  ``set_mode(ProcessorMode.STREAMING)`` (~L306-368). ``set_mode(mode)`` (~L370) compares against the
+  ``ProcessorMode`` Enum (~L88): the same mode returns at once; any other resets the session, and only
+  ``mode == ProcessorMode.DUPLEX`` also resets the duplex streaming state and decoder. A string is not
+  refused (there is no type check): "duplex" skips the duplex branch and becomes the current mode, so
+  a later ``set_mode(ProcessorMode.DUPLEX)`` runs the duplex reset again. The demo server passes the
+  Enum (MiniCPM-o-Demo @ 28b60cf ``core/processors/unified.py`` ``set_duplex_mode`` ~L1487). ``DuplexCapability`` (~L4216): kwargs ``force_listen_count`` (default 0; the demo's
   ``core/schemas/duplex.py DuplexConfig`` sets 3), ``chunk_ms``/``first_chunk_ms``/``sample_rate``
   exposed as ``CHUNK_MS``/``FIRST_CHUNK_MS``/``SAMPLE_RATE``; ``prepare`` (~L4452) feeds
   ``prefix_system_prompt`` verbatim (the caller wraps it: ``core/processors/unified.py`` ~L881),
@@ -32,12 +37,21 @@ from __future__ import annotations
 
 import threading
 import time
+from enum import Enum
 from typing import Any
 
 import numpy as np
 
 WRAP_PREFIX = "<|im_start|>system\n"
 WRAP_AUDIO = "\n<|audio_start|>"
+
+
+class ProcessorMode(Enum):
+    """``ProcessorMode`` of ``modeling_minicpmo_unified.py`` (~L88)."""
+
+    CHAT = "chat"
+    STREAMING = "streaming"
+    DUPLEX = "duplex"
 
 
 def chunk_value(k: int, i: np.ndarray) -> np.ndarray:
@@ -66,6 +80,7 @@ class DuplexCapability:
         self.stopped = False
         self._pending_finalize = None
         self.finalized = 0
+        self.streaming_state_resets = 0
         # the exact signature of each upstream class (the adapter inspects it)
         self.streaming_generate = self._generate_duplex if flavour == "duplex" else self._generate_unified
         if flavour == "unified":
@@ -166,6 +181,9 @@ class DuplexCapability:
     def set_session_stop(self):
         self.stopped = True
 
+    def _reset_streaming_state(self):
+        self.streaming_state_resets += 1
+
 
 class UnifiedMiniCPMO:
     """``MiniCPMO`` of ``modeling_minicpmo_unified.py``: ``init_unified`` then ``set_mode`` (no as_duplex)."""
@@ -174,16 +192,21 @@ class UnifiedMiniCPMO:
         self.stand_in = stand_in
         self.duplex: DuplexCapability | None = None
         self.duplex_config: dict = {}
-        self.mode = None
+        self._current_mode: Any = None
+        self.session_resets = 0
 
     def init_unified(self, pt_path=None, preload_both_tts=True, duplex_config=None, device="cuda", chat_vocoder="token2wav"):
         self.duplex_config = dict(duplex_config or {})
         self.duplex = DuplexCapability(model=self, device=device, **self.stand_in, **self.duplex_config)
-        self.mode = "streaming"
-        return self
+        self.set_mode(ProcessorMode.STREAMING)
 
-    def set_mode(self, mode) -> None:
-        self.mode = getattr(mode, "value", mode)
+    def set_mode(self, mode: ProcessorMode) -> None:
+        if mode == self._current_mode:
+            return
+        self.session_resets += 1  # reset_session(reset_token2wav_cache=True)
+        if mode == ProcessorMode.DUPLEX and self.duplex is not None:
+            self.duplex._reset_streaming_state()  # upstream also resets duplex.decoder here
+        self._current_mode = mode
 
 
 class HubMiniCPMO:

@@ -4,14 +4,18 @@ MiniCPM-o listens in chunks of about a second of 16 kHz audio and decides once p
 speak. The adapter:
 
 * resamples the heard 24 kHz stream to 16 kHz continuously (``resample.StreamResampler``: every
-  80 ms frame gives exactly 1,280 samples of one continuous signal) and cuts exact chunks from it,
-  the first ``first_chunk_ms`` (1,035 ms = 16,560 samples) long, then ``chunk_ms`` (1 s = 16,000);
-  a chunk is complete after 12 or 13 ticks;
+  80 ms frame gives exactly 1,280 samples of one continuous signal) and cuts exact chunks of
+  ``chunk_ms`` (1 s = 16,000 samples) from it, the first one too, as the demo's browser client sends
+  them (MiniCPM-o-Demo @ 28b60cf ``static/duplex/lib/capture-processor.js``: ``chunkSize`` 16,000);
+  ``streaming_prefill`` left-pads the first to ``FIRST_CHUNK_MS`` itself. A chunk is complete after 12
+  or 13 ticks;
 * hands each chunk to a worker thread that runs ``streaming_prefill`` then ``streaming_generate``
   (then ``finalize_unit`` where the model has one), so a chunk-length computation never blocks the
   tick loop;
 * plays the model's 24 kHz output from a FIFO, 1,920 samples per tick, silence when it is empty
-  (a partial frame waits for the next chunk while one is in flight, so speech is not cut up);
+  (a partial frame waits for the next chunk while one is in flight, so speech is not cut up); a
+  listening result adds nothing to it (``duplex-session.js`` ``_handleResult`` plays audio only when
+  ``is_listen`` is false; the 1 s of zeros the model returns for a listen is not played);
 * applies backpressure: when more than ``max_pending_chunks`` (2) chunks are waiting or being
   computed, ``step`` blocks until the model catches up, so the conversation advances at the model's
   own listening speed and no audio is dropped;
@@ -29,8 +33,10 @@ Which code runs (``code``), as checked against upstream:
 * ``demo`` (default): the model code of OpenBMB/minicpm-o-4_5-pytorch-simple-demo pinned at
   ``PINNED_CODE_COMMIT`` (``MiniCPMO45/modeling_minicpmo_unified.py``, the code OpenBMB's demo
   server runs; also vendored in OpenBMB/MiniCPM-o-Demo @ 28b60cf), loaded from a checkout
-  (``code_dir``) over the hub weights, then ``init_unified(duplex_config=...)`` as the demo's
-  ``core/processors/unified.py`` does. The checkout's commit is verified.
+  (``code_dir``) over the hub weights, then ``init_unified(duplex_config=...)`` and
+  ``set_mode(ProcessorMode.DUPLEX)`` as the demo's ``core/processors/unified.py`` does (the Enum from
+  the model code's own module: ``set_mode`` compares with it, and a string would silently skip its
+  duplex reset). The checkout's commit is verified.
 * ``hub``: the checkpoint's own remote code (``trust_remote_code``) and ``as_duplex(**duplex)``, as
   the model card shows; not line-checked here, so meta.json records the code file's hash.
 
@@ -191,9 +197,10 @@ class MiniCPMOAgent:
         if int(getattr(self.model, "SAMPLE_RATE", MODEL_RATE)) != MODEL_RATE:
             raise InputError(f"model {model_name}: the duplex model expects {self.model.SAMPLE_RATE} Hz input; this adapter "
                              f"feeds {MODEL_RATE} Hz (the rate MiniCPM-o 4.5 was trained on)")
-        # Chunk sizes are the model's own settings when it exposes them (MiniCPMODuplex does).
-        self.first_chunk_samples = int(getattr(self.model, "FIRST_CHUNK_MS", params.get("first_chunk_ms", 1035)) * MODEL_RATE // 1000)
+        # The model's own chunk length when it exposes one (MiniCPMODuplex does). The first chunk is
+        # no longer: the demo client sends equal chunks and the model pads the first (upstream wins).
         self.chunk_samples = int(getattr(self.model, "CHUNK_MS", params.get("chunk_ms", 1000)) * MODEL_RATE // 1000)
+        self.first_chunk_samples = self.chunk_samples
         self._thread: threading.Thread | None = None
         self._cond = threading.Condition()
         self._reset_session_state()
@@ -220,7 +227,7 @@ class MiniCPMOAgent:
             # core/processors/unified.py: init_unified(duplex_config=...), then duplex mode
             base.init_unified(duplex_config=dict(self.duplex_config), device=str(self.params.get("device", "cuda")))
             if callable(getattr(base, "set_mode", None)):
-                base.set_mode("duplex")
+                base.set_mode(self._processor_mode(base).DUPLEX)
             duplex = base.duplex
         else:
             kwargs = dict(self.duplex_config)
@@ -232,6 +239,15 @@ class MiniCPMOAgent:
                 raise InputError(f"model {self.model_name}: {type(duplex).__name__} from {folder} has no {method}(); "
                                  "the model code is not the MiniCPM-o 4.5 duplex API this adapter expects")
         return duplex
+
+    def _processor_mode(self, base: Any) -> Any:
+        """The ``ProcessorMode`` Enum of the module that defines the loaded model class."""
+        mode = getattr(sys.modules.get(type(base).__module__), "ProcessorMode", None)
+        if mode is None or not hasattr(mode, "DUPLEX"):
+            raise InputError(f"model {self.model_name}: {type(base).__module__} defines no ProcessorMode.DUPLEX for "
+                             "set_mode(); the model code is not the unified MiniCPM-o 4.5 code this adapter was checked "
+                             f"against ({PINNED_CODE_REPO} @ {PINNED_CODE_COMMIT[:7]}); use code: demo with that checkout")
+        return mode
 
     def _load_base(self, folder: Path) -> Any:
         """The base model with weights from ``folder`` (tests override this with a stand-in)."""
@@ -412,11 +428,13 @@ class MiniCPMOAgent:
         words = text.split()
         event = {"chunk": chunk.index, "ticks": [chunk.first_tick, chunk.last_tick], "is_listen": bool(result.get("is_listen")),
                  "end_of_turn": bool(result.get("end_of_turn")), "text": text,
-                 "audio_samples": 0 if audio is None else int(len(audio))}
+                 "audio_samples": 0 if audio is None else int(len(audio)),
+                 "delivered_tick": self.tick}  # when its audio can first play (compute lag shows here)
         print(f"minicpmo chunk {event}", file=sys.stderr, flush=True)
         with self._cond:
             self.events.append(event)
-            if audio is not None and len(audio):
+            # the demo client plays nothing for a listen (duplex-session.js _handleResult); its words are none
+            if not event["is_listen"] and audio is not None and len(audio):
                 start = self._fifo_pos + len(self._fifo)
                 self._fifo = np.concatenate([self._fifo, audio])
                 self._marks.extend((start + (i * len(audio)) // len(words), w) for i, w in enumerate(words))
