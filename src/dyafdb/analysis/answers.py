@@ -249,6 +249,12 @@ def coverage_note(runs, n: int | None = None, unit: str = "runs") -> str:
     return "; ".join(parts)
 
 
+def mechanical_note(n: int, unit: str = "conversation sides") -> str:
+    """The same line for a table of mechanical measures only: its n, and that no judge answer enters it
+    (so the answer policy leaves nothing out of it)."""
+    return f"n = {int(n)} {unit}; mechanical measures: no judge answer enters, none left out"
+
+
 def iter_record_fates(records: Iterable[Mapping[str, Any]], policy: AnswerPolicy) -> Iterable[tuple[str, str, str]]:
     """(kind, reason, fate) of each judge record (a JSONL line with ``valid`` and ``checks``)."""
     for rec in records:

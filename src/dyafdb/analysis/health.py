@@ -48,17 +48,26 @@ def health_models(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
             diag = m.values.loc[model, model] if model in m.partners else np.nan
             rows.append({"measure": metric, "label": C.HEALTH_LABELS[metric], "model": model,
                          "own": m.row_avg.get(model, np.nan),
+                         "own_lower": m.avg_lower.get(model, np.nan) if m.avg_lower is not None else np.nan,
+                         "own_upper": m.avg_upper.get(model, np.nan) if m.avg_upper is not None else np.nan,
                          "as_partner": m.column_avg.get(model, np.nan) if m.column_avg is not None else np.nan,
                          "self_play": diag, "pairings": int(m.values.loc[model].notna().sum()),
                          "sides": int(m.n.loc[model].sum())})
-    return pd.DataFrame(rows, columns=["measure", "label", "model", "own", "as_partner", "self_play", "pairings", "sides"])
+    return pd.DataFrame(rows, columns=["measure", "label", "model", "own", "own_lower", "own_upper", "as_partner", "self_play",
+                                       "pairings", "sides"])
 
 
 def health_models_wide(table: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     """One row per model, one column per measure (its average over its pairings), for the HTML page."""
     if table.empty:
         return pd.DataFrame(columns=["model"])
-    wide = table.pivot(index="model", columns="label", values="own")
+    from dyafdb.analysis.numbers import fmt
+    from dyafdb.analysis.render import interval_text
+
+    # each value as the matrices print a row average: its interval and the sides behind it
+    shown = table.assign(cell=[" ".join(x for x in (fmt(v), interval_text(lo, hi), f"n={int(n)}") if x)
+                               for v, lo, hi, n in zip(table["own"], table["own_lower"], table["own_upper"], table["sides"])])
+    wide = shown.pivot(index="model", columns="label", values="cell")
     wide = wide[[C.HEALTH_LABELS[m] for m in C.HEALTH if C.HEALTH_LABELS[m] in wide.columns]]
     order = list(dict.fromkeys(table["model"]))
     wide = wide.reindex(order)

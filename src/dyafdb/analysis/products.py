@@ -92,6 +92,19 @@ def _viewer_from(page: Path, settings: Settings) -> str | None:
     return os.path.relpath(settings.site_index, Path(page).parent) if settings.site_index is not None else None
 
 
+def coverage(runs: pd.DataFrame, tasks=None, unit: str = "conversation sides") -> str:
+    """The line a table states beside itself: its n (the per-run rows of ``tasks`` it reads) and the
+    judge answers the policy left out of them, and why (dyafdb.analysis.answers.coverage_note)."""
+    from dyafdb.analysis.answers import coverage_note
+
+    sub = runs if tasks is None or "task" not in runs else runs[runs["task"].isin(list(tasks))]
+    return coverage_note(sub, len(sub), unit)
+
+
+def _notes(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
 def _main(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     shown = at_window(runs, main_window(runs, settings))
     left_out = runs.loc[~runs.index.isin(shown.index), C.WINDOW]
@@ -142,13 +155,17 @@ def health_models_product(runs: pd.DataFrame, settings: Settings, out: Path, htm
     """Every audio-health measure per model, averaged over its pairings."""
     from dyafdb.analysis.health import health_models, health_models_wide
 
-    table = health_models(_main(runs, settings), settings)
+    from dyafdb.analysis.answers import mechanical_note
+
+    main = _main(runs, settings)
+    table = health_models(main, settings)
     write_tsv(table, out)
     if html:
         write_text_atomic(html, render.frame_html(
             health_models_wide(table, settings), "Audio health per model (mean over its pairings)", settings,
-            note="each partner weighs the same, each archetype too; the per-pairing matrices and the variance "
-                 "table (kind health) say whether the partner changes it; TSV: also as-partner and self-play values"))
+            note=_notes("each partner weighs the same, each archetype too; the per-pairing matrices and the variance "
+                        "table (kind health) say whether the partner changes it; TSV: also as-partner and self-play values",
+                        mechanical_note(len(main)))))
     return table
 
 
@@ -157,7 +174,8 @@ def health_models_product(runs: pd.DataFrame, settings: Settings, out: Path, htm
 def variance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
     from dyafdb.analysis.variance import variance_table
 
-    table = variance_table(_main(runs, settings), settings)
+    main = _main(runs, settings)
+    table = variance_table(main, settings)
     write_tsv(table, out)
     if html:
         rows = []
@@ -171,7 +189,8 @@ def variance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pa
         shown = pd.DataFrame(rows, columns=[c for c in order if any(c in r for r in rows)] or order).fillna("")
         write_text_atomic(html, render.frame_html(shown, "Variance decomposition (eta², bootstrap SD)", settings,
                                                     empty="no measure has a value in these runs at the main window: nothing to decompose",
-                                                  note="all = every cell; cross_play = self-play cells left out"))
+                                                  note=_notes("all = every cell; cross_play = self-play cells left out",
+                                                              coverage(main))))
     return table
 
 
@@ -181,7 +200,8 @@ def variance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pa
 def timing_product(runs: pd.DataFrame, settings: Settings, out: Path, curves_out: Path, html: Path | None):
     from dyafdb.analysis.timing import timing_tables
 
-    summary, curves = timing_tables(_main(runs, settings), settings)
+    main = _main(runs, settings)
+    summary, curves = timing_tables(main, settings)
     write_tsv(summary, out)
     write_tsv(curves, curves_out)
     if html:
@@ -190,7 +210,8 @@ def timing_product(runs: pd.DataFrame, settings: Settings, out: Path, curves_out
             shown[c] = shown[c].map(lambda m: "all" if m == "*" else settings.label(m))
         write_text_atomic(html, render.frame_html(shown, "Role timing and time to leak (Kaplan-Meier)", settings,
                                                     empty="no T1 run with a judged role entry and no T4-2 run in this config",
-                                                  note="median in seconds; n.r. = not reached within the window"))
+                                                  note=_notes("median in seconds; n.r. = not reached within the window",
+                                                              coverage(main, (*settings.timing_archetypes, "T4-2")))))
     return summary, curves
 
 
@@ -199,13 +220,15 @@ def timing_product(runs: pd.DataFrame, settings: Settings, out: Path, curves_out
 def action_success_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
     from dyafdb.analysis.action_success import action_success_table
 
-    table = action_success_table(_main(runs, settings), settings)
+    main = _main(runs, settings)
+    table = action_success_table(main, settings)
     write_tsv(table, out)
     if html:
         shown = table[table["partner"] == "avg"][["task", "model", "action", "success", "p_action", "p_success_given_action",
                                                   "p_action_and_success", "success_rate", "runs"]].copy()
         shown["model"] = shown["model"].map(settings.label)
         write_text_atomic(html, render.frame_html(shown, "Action x success (per model, averaged over pairings)", settings,
+                                                  note=coverage(main, ("T2", "T3-2", "T4-2")),
                                                     empty="no T2, T3-2 or T4-2 run with a judged action in this config"))
     return table
 
@@ -223,6 +246,8 @@ def windows_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pat
         shown["interval"] = [f"[{render.fmt(lo)}, {render.fmt(hi)}]" for lo, hi in zip(shown["lower"], shown["upper"])]
         write_text_atomic(html, render.frame_html(shown[["label", "window_s", "model", "mean", "interval", "runs"]],
                                                   f"Measures by window ({int(settings.ci * 100)}% intervals)", settings,
+                                                  note=coverage(runs[runs[C.WINDOW].isin(list(settings.windows_s or []))]
+                                                                if settings.windows_s else runs),
                                                   empty="no run at the configured windows has a value of these measures"))
     return table
 
@@ -232,7 +257,8 @@ def windows_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pat
 def balance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
     from dyafdb.analysis.balance import balance_table
 
-    table = balance_table(_main(runs, settings), settings)
+    main = _main(runs, settings)
+    table = balance_table(main, settings)
     write_tsv(table, out)
     if html:
         shown = table.copy()
@@ -241,7 +267,8 @@ def balance_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pat
                                                          "upper", "model_share", "runs", "events", "deal_rate", "advantaged",
                                                          "role_advantage", "model_spread"]],
                                                   "Game balance: side a's share of wins", settings,
-                                                  note="value is side a's share on every row; model_share is the row model's own side's",
+                                                  note=_notes("value is side a's share on every row; model_share is the row model's own side's",
+                                                              coverage(main, C.BALANCE_TASKS)),
                                                   empty="no asymmetric game (T3-2, T4-2, T4-3, T4-4) with an outcome in this config"))
     return table
 
@@ -280,11 +307,14 @@ def agreement_product(measures_paths: list[Path], settings: Settings, out: Path,
 def profiles_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Path | None) -> pd.DataFrame:
     from dyafdb.analysis.profiles import profiles_table, profiles_wide
 
-    table = profiles_table(_main(runs, settings), settings)
+    main = _main(runs, settings)
+    table = profiles_table(main, settings)
     write_tsv(table, out)
     if html:
         write_text_atomic(html, render.frame_html(profiles_wide(table, settings), "Per-model profiles", settings,
-                                                  note="each answer follows the rule in the last column; no answer is marked best",
+                                                  note=_notes("each answer follows the rule in the last column; no answer is "
+                                                              "marked best; cells: answer (value [95% interval] n = conversation "
+                                                              "sides behind it)", coverage(main)),
                                                   empty="no runs at the main window to profile"))
     return table
 
@@ -296,7 +326,8 @@ def profiles_product(runs: pd.DataFrame, settings: Settings, out: Path, html: Pa
 def rating_product(runs: pd.DataFrame, settings: Settings, out: Path, effects_out: Path, html: Path | None):
     from dyafdb.analysis.rating import rating_tables
 
-    board, effects = rating_tables(_main(runs, settings), settings)
+    main = _main(runs, settings)
+    board, effects = rating_tables(main, settings)
     write_tsv(board, out)
     write_tsv(effects, effects_out)
     if html:
@@ -313,7 +344,8 @@ def rating_product(runs: pd.DataFrame, settings: Settings, out: Path, effects_ou
         else:
             note = (f"{C.NO_BATTLES} ({', '.join(settings.contested)}): no rating, rank or interval; "
                     "own:<task> = additive own effect")
-        write_text_atomic(html, render.frame_html(shown, "Leaderboard", settings, note=note,
+        write_text_atomic(html, render.frame_html(shown, "Leaderboard", settings,
+                                                  note=_notes(note, coverage(main, settings.contested)),
                                                     empty=C.NO_BATTLES))
     return board, effects
 

@@ -16,13 +16,56 @@ import pandas as pd
 from dyafdb.analysis import columns as C
 from dyafdb.analysis.action_success import action_success_table
 from dyafdb.analysis.settings import Settings
-from dyafdb.analysis.tables import score_matrix, turn_taking_matrix
+from dyafdb.analysis.tables import Matrix, _nanmean, score_matrix, task_cell_samples, turn_taking_matrix
 from dyafdb.analysis.timing import timing_tables
 
 
 def bands(low: float, high: float, below: str, middle: str, above: str) -> tuple[Callable[[float], str], str]:
     rule = f"< {low:g}: {below}; {low:g}-{high:g}: {middle}; >= {high:g}: {above}"
     return (lambda v: below if v < low else above if v >= high else middle), rule
+
+
+Line = tuple[float, float, int]  # (lower, upper, n) of one model's profile line
+NO_LINE: Line = (np.nan, np.nan, 0)
+
+
+def _lines(runs: pd.DataFrame, indicator: str, models: list[str], settings: Settings, by: str = C.MODEL,
+           tasks: tuple[str, ...] = (), diff: bool = False) -> dict[str, Line]:
+    """Each model's interval and n for a line that averages cell means of ``indicator`` over its
+    partners (``by`` = model) or over the models it faced (``by`` = partner), by the bootstrap every
+    matrix uses (dyafdb.analysis.tables.task_cell_samples); ``diff``: the second task's average minus
+    the first's, from one draw of scenarios."""
+    from dyafdb.analysis.bootstrap import interval
+
+    use = runs[runs[indicator].notna()]
+    n = use.groupby(by).size() if len(use) else pd.Series(dtype=int)
+    samples = task_cell_samples(use, indicator, models, settings, tasks) if len(models) else None
+    if samples is None:
+        return {m: (np.nan, np.nan, int(n.get(m, 0))) for m in models}
+    per_task = _nanmean(samples, axis=3 if by == C.MODEL else 2)  # (B, tasks, models)
+    stat = per_task[:, 1, :] - per_task[:, 0, :] if diff else _nanmean(per_task, axis=1)
+    lo, hi = interval(stat, settings.ci)
+    return {m: (float(lo[i]), float(hi[i]), int(n.get(m, 0))) for i, m in enumerate(models)}
+
+
+def _matrix_lines(mx: Matrix | None, models: list[str]) -> dict[str, Line]:
+    """The row averages' own intervals and n, as the matrix prints them."""
+    if mx is None:
+        return {m: NO_LINE for m in models}
+    out = {}
+    for m in models:
+        n = int(mx.n.loc[m].sum()) - sum(int(mx.n.loc[a, b]) for a, b in mx.pinned if a == m) if m in mx.n.index else 0
+        lo = float(mx.avg_lower.get(m, np.nan)) if mx.avg_lower is not None else np.nan
+        hi = float(mx.avg_upper.get(m, np.nan)) if mx.avg_upper is not None else np.nan
+        out[m] = (lo, hi, n)
+    return out
+
+
+def _km_lines(pooled: pd.DataFrame, event: str, lower: str, upper: str, models: list[str]) -> dict[str, Line]:
+    """A Kaplan-Meier line's interval as the timing table draws it (one function: timing.kaplan_meier)."""
+    return {m: (_pooled(pooled, event, m, lower), _pooled(pooled, event, m, upper),
+                int(_number(_cell(pooled, (event, m), "n")) if _cell(pooled, (event, m), "n") is not None else 0))
+            for m in models}
 
 
 @dataclass
@@ -50,14 +93,14 @@ def profiles_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     tasks = set(runs["task"])
     rows: list[dict] = []
 
-    def add(model, key, question, value, answer, rule, rate):
+    def add(model, key, question, value, answer, rule, rate, line: Line = NO_LINE):
         rows.append({"model": model, "key": key, "question": question, "answer": answer,
-                     "value": value, "rate": rate, "rule": rule})
+                     "value": value, "lower": line[0], "upper": line[1], "n": line[2], "rate": rate, "rule": rule})
 
     def matrix(task):
         return score_matrix(runs, task, settings) if task in tasks else None
 
-    models = settings.order(set(runs[C.MODEL]))
+    models = list(settings.order(set(runs[C.MODEL])))
     t11, t12, t31, t32, t41, t42 = (matrix(t) for t in ("T1-1", "T1-2", "T3-1", "T3-2", "T4-1", "T4-2"))
     # Indexed even when empty: a suite without T2, T3-2 or T4-2 (or without a judged entry) has
     # empty tables, and every lookup into them must find "no value", not a frame of the wrong shape.
@@ -99,12 +142,33 @@ def profiles_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
         ("leaks", "As defender, leaks the secret (T4-2)?", "leak rate against it",
          lambda m: col_avg(t42, m), bands(0.3, 0.45, "rarely", "sometimes", "often")),
     ]
+    def task(name: str, **where: float) -> pd.DataFrame:
+        sub = runs[runs["task"] == name]
+        for col, value in where.items():
+            sub = sub[sub[col] == value] if col in sub else sub.iloc[0:0]
+        return sub
+
+    t1 = runs[runs["task"].isin(["T1-1", "T1-2"])]
+    lines: dict[str, dict[str, Line]] = {
+        "holds_role": _matrix_lines(t11, models),
+        "digressing": _lines(t1, "score", models, settings, tasks=("T1-1", "T1-2"), diff=True),
+        "drifts": _km_lines(pooled, "deviation", "share_lower", "share_upper", models),
+        "decides": _lines(task("T2"), "decided", models, settings),
+        "decides_right": _lines(task("T2", decided=1.0), "success", models, settings),
+        "takes_floor": _matrix_lines(t31, models),
+        "yields_floor": _lines(task("T3-2"), "score", models, settings, by=C.PARTNER),
+        "presses": _lines(task("T3-2"), "asked", models, settings),
+        "prevails": _lines(task("T4-1", decided=1.0), "success", models, settings),
+        "extracts": _matrix_lines(t42, models),
+        "leaks": _lines(task("T4-2"), "score", models, settings, by=C.PARTNER),
+    }
     for key, text, rate, value_of, (answer_of, rule) in fixed:
         for m in models:
             v = value_of(m)
-            add(m, key, text, v, "–" if np.isnan(v) else answer_of(v), rule, rate)
+            add(m, key, text, v, "–" if np.isnan(v) else answer_of(v), rule, rate, lines[key][m])
 
     entry = {m: _pooled(pooled, "entry", m, "median_s") for m in models}
+    entry_lines = _km_lines(pooled, "entry", "median_lower_s", "median_upper_s", models)
     reached = {m: _pooled_text(pooled, "entry", m) for m in models}
     rule = "median time to enter its role: < 12 s: quickly; 12-22 s: after a while; >= 22 s: slowly; median not reached: often never"
     for m in models:
@@ -115,7 +179,7 @@ def profiles_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
             ans = "–"
         else:
             ans = "quickly" if v < 12 else "after a while" if v < 22 else "slowly"
-        add(m, "enters_role", "How soon does it enter its role (T1)?", v, ans, rule, "median entry time (s)")
+        add(m, "enters_role", "How soon does it enter its role (T1)?", v, ans, rule, "median entry time (s)", entry_lines[m])
 
     for metric, text, most, least in ((C.TOR_PAUSE, "Cuts in at the partner's pauses?", "most of the models", "least of the models"),
                                       (C.BACKCHANNEL, "Backchannels while the partner speaks?", "most of the models", "least of the models"),
@@ -124,9 +188,10 @@ def profiles_table(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
             mx = turn_taking_matrix(runs, metric, settings)
             values = {m: float(mx.row_avg.get(m, np.nan)) for m in models}
             answers, rule = _ranked(values, most, least)
+            tt = _matrix_lines(mx, models)
             for m in models:
-                add(m, metric, text, values[m], answers[m], rule, C.TURN_TAKING_LABELS[metric])
-    return pd.DataFrame(rows, columns=["model", "key", "question", "answer", "value", "rate", "rule"])
+                add(m, metric, text, values[m], answers[m], rule, C.TURN_TAKING_LABELS[metric], tt[m])
+    return pd.DataFrame(rows, columns=["model", "key", "question", "answer", "value", "lower", "upper", "n", "rate", "rule"])
 
 
 def _cell(frame: pd.DataFrame, key: tuple, col: str) -> object:
@@ -164,6 +229,19 @@ def _won_given_decided(runs: pd.DataFrame, model: str) -> float:
     return float(sub.groupby(C.PARTNER)["success"].mean().mean())
 
 
+def line_text(row: pd.Series) -> str:
+    """"mostly (.83 [.70, .95] n=12)": a profile line as every page shows it."""
+    from dyafdb.analysis.numbers import fmt
+    from dyafdb.analysis.render import interval_text
+
+    v = row["value"]
+    n = int(row["n"]) if "n" in row and pd.notna(row["n"]) else 0
+    if pd.isna(v):
+        return f'{row["answer"]} (n={n})' if n else str(row["answer"])
+    inner = " ".join(x for x in (fmt(v), interval_text(row.get("lower"), row.get("upper")), f"n={n}") if x)
+    return f'{row["answer"]} ({inner})'
+
+
 def profiles_wide(table: pd.DataFrame, settings: Settings) -> pd.DataFrame:
     """Questions as rows, models as columns, "answer (value)" in the cells, the rule last."""
     models = settings.order(set(table["model"]))
@@ -173,8 +251,7 @@ def profiles_wide(table: pd.DataFrame, settings: Settings) -> pd.DataFrame:
         for m in models:
             r = g[g["model"] == m]
             if len(r):
-                v = r["value"].iloc[0]
-                row[settings.label(m)] = r["answer"].iloc[0] + ("" if pd.isna(v) else f" ({v:.2f})")
+                row[settings.label(m)] = line_text(r.iloc[0])
         row["rule"] = f"{g['rate'].iloc[0]} — {g['rule'].iloc[0]}"
         out.append(row)
     return pd.DataFrame(out)

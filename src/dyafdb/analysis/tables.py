@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from dyafdb.analysis import columns as C
-from dyafdb.analysis.answers import coverage_note
+from dyafdb.analysis.answers import coverage_note, mechanical_note
 from dyafdb.analysis.settings import Settings
 
 AVG = "avg"
@@ -184,37 +184,74 @@ def score_note(task_runs: pd.DataFrame, task: str, values: pd.DataFrame, pinned:
     return f"every cell is {fmt(value)}: {why}"
 
 
-def cell_intervals(task_runs: pd.DataFrame, indicator: str, models: list[str], pinned: set[tuple[str, str]],
-                   settings: Settings) -> dict[str, Any]:
-    """95% (``settings.ci``) intervals of every cell and row average of a matrix, by the scenario-cluster
-    bootstrap (dyafdb.analysis.bootstrap.resampled_cluster_means; docs/analysis.md "Intervals");
-    nothing when ``settings.bootstrap`` is 0."""
-    from dyafdb.analysis.bootstrap import interval, resampled_cluster_means
+def cell_samples(use: pd.DataFrame, indicator: str, models: list[str], settings: Settings,
+                 tasks: tuple[str, ...] = ()) -> np.ndarray | None:
+    """Bootstrap replicates of every (model, partner) cell mean of ``indicator``, shape (B, models,
+    models), by the scenario-cluster bootstrap (dyafdb.analysis.bootstrap.resampled_cluster_means;
+    docs/analysis.md "Intervals"); None when ``settings.bootstrap`` is 0 or no run has a value.
 
-    use = task_runs[task_runs[indicator].notna()]
+    With ``tasks`` a cell is the mean of its per-task means, each task weighted equally (the
+    turn-taking and audio-health matrices). Every interval of a matrix cell, a row average and a
+    profile line comes from here, with the settings' seed: the same runs give the same draws, so a
+    number shown in two places carries the same interval in both."""
+    samples = task_cell_samples(use, indicator, models, settings, tasks)
+    return None if samples is None else _nanmean(samples, axis=1)
+
+
+def task_cell_samples(use: pd.DataFrame, indicator: str, models: list[str], settings: Settings,
+                      tasks: tuple[str, ...] = ()) -> np.ndarray | None:
+    """:func:`cell_samples` with the tasks kept apart, shape (B, tasks, models, models), for a
+    statistic that compares them (a profile's T1-2 minus T1-1): one draw of scenarios for both."""
+    from dyafdb.analysis.bootstrap import resampled_cluster_means
+
+    use = use[use[indicator].notna()]
     if settings.bootstrap <= 0 or use.empty:
-        return {}
-    pairs = [(m, p) for m in models for p in models]
-    index = {mp: i for i, mp in enumerate(pairs)}
-    codes = np.array([index[(m, p)] for m, p in zip(use[C.MODEL], use[C.PARTNER])], dtype=np.int64)
+        return None
+    tasks = tasks or ("",)
+    keyed = tuple(tasks) != ("",)
+    if keyed:
+        use = use[use["task"].isin(tasks)]
+    cells = [(t, m, p) for t in tasks for m in models for p in models]
+    index = {c: i for i, c in enumerate(cells)}
+    task_of = use["task"] if keyed else pd.Series("", index=use.index)
+    codes = np.array([index[(t, m, p)] for t, m, p in zip(task_of, use[C.MODEL], use[C.PARTNER])], dtype=np.int64)
     clusters = (use[C.SCENARIO].astype(str) if C.SCENARIO in use else use[C.CONVERSATION].astype(str)).to_numpy()
     rng = np.random.default_rng(settings.seed)
-    chunks = list(resampled_cluster_means(use[indicator].to_numpy(float), codes, len(pairs), clusters, settings.bootstrap, rng))
-    samples = np.concatenate(chunks).reshape(-1, len(models), len(models))
+    chunks = list(resampled_cluster_means(use[indicator].to_numpy(float), codes, len(cells), clusters, settings.bootstrap, rng))
+    return np.concatenate(chunks).reshape(-1, len(tasks), len(models), len(models))
+
+
+def _nanmean(a: np.ndarray, axis: int) -> np.ndarray:
+    import warnings
+
+    with warnings.catch_warnings():  # an empty slice is a cell without runs: NaN is its answer
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(a, axis=axis)
+
+
+def intervals_of(samples: np.ndarray | None, models: list[str], settings: Settings,
+                 pinned: set[tuple[str, str]] = frozenset()) -> dict[str, Any]:
+    """A matrix's cell and row-average intervals from :func:`cell_samples` (nothing without samples)."""
+    from dyafdb.analysis.bootstrap import interval
+
+    if samples is None:
+        return {}
+    samples = samples.copy()
     for m, p in pinned:
         samples[:, models.index(m), models.index(p)] = np.nan
     lo, hi = interval(samples, settings.ci)
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            avg_lo, avg_hi = interval(np.nanmean(samples, axis=2), settings.ci)
+    avg_lo, avg_hi = interval(_nanmean(samples, axis=2), settings.ci)
     frame = lambda a: pd.DataFrame(a, index=models, columns=models)  # noqa: E731
     for m, p in pinned:  # a pinned cell holds no information: no interval
         lo[models.index(m), models.index(p)] = hi[models.index(m), models.index(p)] = np.nan
     return {"lower": frame(lo), "upper": frame(hi), "avg_lower": pd.Series(avg_lo, index=models),
             "avg_upper": pd.Series(avg_hi, index=models)}
+
+
+def cell_intervals(task_runs: pd.DataFrame, indicator: str, models: list[str], pinned: set[tuple[str, str]],
+                   settings: Settings) -> dict[str, Any]:
+    """95% (``settings.ci``) intervals of every cell and row average of a score matrix."""
+    return intervals_of(cell_samples(task_runs, indicator, models, settings), models, settings, pinned)
 
 
 def score_matrix(runs: pd.DataFrame, task: str, settings: Settings) -> Matrix:
@@ -277,8 +314,11 @@ def turn_taking_matrix(runs: pd.DataFrame, metric: str, settings: Settings,
                   models=models, partners=models, values=values.astype(float), n=counts,
                   row_avg=values.astype(float).mean(axis=1, skipna=True), column_label="as partner avg",
                   column_avg=values.astype(float).mean(axis=0, skipna=True),
-                  note=_join(why, "tasks averaged with equal weight; n = conversation sides"),
-                  filters=_filters(list(tasks), in_tasks))
+                  note=_join(why, "tasks averaged with equal weight",
+                             mechanical_note(int(counts.to_numpy().sum()), "conversation sides")),
+                  filters=_filters(list(tasks), in_tasks),
+                  **intervals_of(cell_samples(in_tasks, metric, models, settings, tuple(sorted(set(use["task"])))),
+                                 models, settings))
 
 
 def model_average(runs: pd.DataFrame, task: str, indicator: str = "score", skip_pinned: bool = True) -> pd.Series:

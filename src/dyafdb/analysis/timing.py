@@ -101,6 +101,9 @@ def kaplan_meier(times: np.ndarray, events: np.ndarray, window: float, ci: float
     med_lo = first_reaching(ci_frame.index.to_numpy(float), ci_frame.iloc[:, 0].to_numpy(float))
     med_hi = first_reaching(ci_frame.index.to_numpy(float), ci_frame.iloc[:, 1].to_numpy(float))
     by_window = 1.0 - float(kmf.survival_function_at_times(window).iloc[0])
+    # the share's interval at the window: the survival band's last step at or before it
+    band = ci_frame[ci_frame.index.to_numpy(float) <= window]
+    share_lo, share_hi = ((1.0 - float(band.iloc[-1, 1]), 1.0 - float(band.iloc[-1, 0])) if len(band) else (np.nan, np.nan))
     curve = pd.DataFrame({
         "time": surv.index.to_numpy(float),
         "share": 1.0 - surv.to_numpy(float),
@@ -113,7 +116,7 @@ def kaplan_meier(times: np.ndarray, events: np.ndarray, window: float, ci: float
         "median": fmt(median) if reached else NOT_REACHED,
         "median_lower_s": med_lo if math.isfinite(med_lo) else np.nan,
         "median_upper_s": med_hi if math.isfinite(med_hi) and med_hi <= window else np.nan,
-        "share_by_window": by_window,
+        "share_by_window": by_window, "share_lower": share_lo, "share_upper": share_hi,
     }
     return summary, curve
 
@@ -133,7 +136,7 @@ def timing_tables(runs: pd.DataFrame, settings: Settings) -> tuple[pd.DataFrame,
             curve.insert(0, "event", event)
             curves.append(curve)
     summary_cols = ["event", "model", "partner", "window_s", "n", "events", "median", "median_s", "median_lower_s",
-                    "median_upper_s", "share_by_window"]
+                    "median_upper_s", "share_by_window", "share_lower", "share_upper"]
     curve_cols = ["event", "model", "partner", "time", "share", "lower", "upper"]
     return (pd.DataFrame(summaries, columns=summary_cols),
             pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=curve_cols))
