@@ -1,6 +1,7 @@
 """The embedded CPU agent's speed: real-time factor on one core, and the demo suite's recording wall time.
 
     python bench/bench_agent.py                  # RTF on one core + demo recordings projected from 4 jobs
+    python bench/bench_agent.py --quick                   # its smallest size, seconds to a minute (CI: tests/test_benchmarks.py)
     python bench/bench_agent.py --demo-jobs 56   # record the whole demo (all 56 conversations)
     python bench/bench_agent.py --skip-demo
 
@@ -39,7 +40,9 @@ def scenario_root(tmp: Path) -> Path:
 
     root = tmp / "scenarios"
     root.mkdir(parents=True, exist_ok=True)
-    for archetype in MAIN_ARCHETYPES:
+    # every archetype a config may name: the main ones, and the demo's balance archetypes
+    folders = {p.name for p in (REPO / "scenarios").iterdir() if p.is_dir()}
+    for archetype in sorted(set(MAIN_ARCHETYPES) | folders):
         real = REPO / "scenarios" / archetype
         if real.is_dir() and any(real.glob("*.yaml")):
             (root / archetype).symlink_to(real, target_is_directory=True)
@@ -168,6 +171,10 @@ def main() -> None:
     parser.add_argument("--skip-rtf", action="store_true")
     parser.add_argument("--skip-demo", action="store_true")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="the smallest size that runs every part (CI): 4 s conversations, one demo record job")
+    # --quick changes the defaults only, so an option given beside it still wins.
+    if "--quick" in sys.argv[1:]:
+        parser.set_defaults(window=4.0, demo_jobs=1)
     args = parser.parse_args()
     if args.child:
         one_core_child(args.window, args.child)

@@ -5,7 +5,7 @@ repetitions), both sides, every mechanical measure and the judged ones from two 
 bootstrap resamples. Prints the time of each product (in process) and of the whole stage as the
 workflow runs it: one `dyafdb` process per rule, two at a time (as `snakemake -j 2` would on 2 cores).
 
-    python bench/bench_analysis.py [--bootstrap 1000] [--jobs 2] [--skip-cli]
+    python bench/bench_analysis.py [--bootstrap 1000] [--jobs 2] [--skip-cli] [--quick]
 """
 
 from __future__ import annotations
@@ -94,25 +94,25 @@ def cli_commands(work: Path, cfg_path: Path) -> list[list[list[str]]]:
     c = ["--config", str(cfg_path)]
     t = work / "cli"
     runs = str(t / "runs.tsv")
-    wave1 = [["analyze", "runs", *c, "--measures", str(work / "measures.tsv"), "--out", runs]]
-    wave2 = [["analyze", "matrix", *c, "--runs", runs, "--task", task, "--out", str(t / f"score_{task}.tsv"), "--html", str(t / f"score_{task}.html")] for task in MAIN_TASKS]
-    wave2 += [["analyze", "turntaking", *c, "--runs", runs, "--metric", m, "--out", str(t / f"tt_{m}.tsv"), "--html", str(t / f"tt_{m}.html")] for m in TURN_TAKING]
+    wave1 = [["analysis", "runs", *c, "--measures", str(work / "measures.tsv"), "--out", runs]]
+    wave2 = [["analysis", "matrix", *c, "--runs", runs, "--task", task, "--out", str(t / f"score_{task}.tsv"), "--html", str(t / f"score_{task}.html")] for task in MAIN_TASKS]
+    wave2 += [["analysis", "turntaking", *c, "--runs", runs, "--metric", m, "--out", str(t / f"tt_{m}.tsv"), "--html", str(t / f"tt_{m}.html")] for m in TURN_TAKING]
     for product in ("variance", "action-success", "windows", "balance", "profiles"):
-        wave2.append(["analyze", product, *c, "--runs", runs, "--out", str(t / f"{product}.tsv"), "--html", str(t / f"{product}.html")])
-    wave2.append(["analyze", "timing", *c, "--runs", runs, "--out", str(t / "timing.tsv"), "--curves", str(t / "curves.tsv"), "--html", str(t / "timing.html")])
-    wave2.append(["analyze", "rating", *c, "--runs", runs, "--out", str(t / "leaderboard.tsv"), "--effects", str(t / "effects.tsv"), "--html", str(t / "leaderboard.html")])
-    wave2.append(["analyze", "agreement", *c, "--measures", str(work / "measures.tsv"), "--out", str(t / "agreement.tsv"), "--html", str(t / "agreement.html")])
-    wave2.append(["analyze", "versions", *c, "--out", str(t / "versions.tsv"), "--config-out", str(t / "config.yaml")])
+        wave2.append(["analysis", product, *c, "--runs", runs, "--out", str(t / f"{product}.tsv"), "--html", str(t / f"{product}.html")])
+    wave2.append(["analysis", "timing", *c, "--runs", runs, "--out", str(t / "timing.tsv"), "--curves", str(t / "curves.tsv"), "--html", str(t / "timing.html")])
+    wave2.append(["analysis", "rating", *c, "--runs", runs, "--out", str(t / "leaderboard.tsv"), "--effects", str(t / "effects.tsv"), "--html", str(t / "leaderboard.html")])
+    wave2.append(["analysis", "agreement", *c, "--measures", str(work / "measures.tsv"), "--out", str(t / "agreement.tsv"), "--html", str(t / "agreement.html")])
+    wave2.append(["analysis", "versions", *c, "--out", str(t / "versions.tsv"), "--config-out", str(t / "config.yaml")])
     f = t / "fig"
     wave3 = [
-        ["figure", "matrices", *c, "--input", *[str(t / f"score_{task}.tsv") for task in MAIN_TASKS], "--out-prefix", str(f / "task_matrices")],
-        ["figure", "matrices", *c, "--input", *[str(t / f"tt_{m}.tsv") for m in TURN_TAKING], "--out-prefix", str(f / "turntaking_matrices")],
-        ["figure", "variance", *c, "--input", str(t / "variance.tsv"), "--out-prefix", str(f / "fig2_variance")],
-        ["figure", "timing", *c, "--input", str(t / "timing.tsv"), str(t / "curves.tsv"), "--out-prefix", str(f / "fig3_timing")],
-        ["figure", "action_success", *c, "--input", str(t / "action-success.tsv"), "--out-prefix", str(f / "fig4_action_success")],
-        ["figure", "windows", *c, "--input", str(t / "windows.tsv"), "--out-prefix", str(f / "fig5_windows")],
-        ["figure", "balance", *c, "--input", str(t / "balance.tsv"), "--out-prefix", str(f / "fig6_balance")],
-        ["figure", "leaderboard", *c, "--input", str(t / "leaderboard.tsv"), "--out-prefix", str(f / "leaderboard")],
+        ["analysis", "figure", "matrices", *c, "--input", *[str(t / f"score_{task}.tsv") for task in MAIN_TASKS], "--out-prefix", str(f / "task_matrices")],
+        ["analysis", "figure", "matrices", *c, "--input", *[str(t / f"tt_{m}.tsv") for m in TURN_TAKING], "--out-prefix", str(f / "turntaking_matrices")],
+        ["analysis", "figure", "variance", *c, "--input", str(t / "variance.tsv"), "--out-prefix", str(f / "fig2_variance")],
+        ["analysis", "figure", "timing", *c, "--input", str(t / "timing.tsv"), str(t / "curves.tsv"), "--out-prefix", str(f / "fig3_timing")],
+        ["analysis", "figure", "action_success", *c, "--input", str(t / "action-success.tsv"), "--out-prefix", str(f / "fig4_action_success")],
+        ["analysis", "figure", "windows", *c, "--input", str(t / "windows.tsv"), "--out-prefix", str(f / "fig5_windows")],
+        ["analysis", "figure", "balance", *c, "--input", str(t / "balance.tsv"), "--out-prefix", str(f / "fig6_balance")],
+        ["analysis", "figure", "leaderboard", *c, "--input", str(t / "leaderboard.tsv"), "--out-prefix", str(f / "leaderboard")],
     ]
     return [wave1, wave2, wave3]
 
@@ -136,7 +136,7 @@ def run_cli(work: Path, cfg_path: Path, jobs: int) -> tuple[float, float, float]
         with ThreadPoolExecutor(jobs) as pool:
             total += sum(pool.map(one, wave))
     t = work / "cli"
-    one(["report", "--config", str(cfg_path), "--tables", *map(str, sorted(t.glob("*.html"))),
+    one(["analysis", "report", "--config", str(cfg_path), "--tables", *map(str, sorted(t.glob("*.html"))),
          "--figures", *map(str, sorted((t / "fig").glob("*.png"))), "--captions", str(REPO / "workflow" / "report"),
          "--out", str(t / "report.html")])
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -146,15 +146,20 @@ def run_cli(work: Path, cfg_path: Path, jobs: int) -> tuple[float, float, float]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--bootstrap", type=int, default=None, help="resamples (default 1000; 20 with --quick)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--skip-cli", action="store_true")
+    parser.add_argument("--quick", action="store_true",
+                        help="2 scenarios per archetype, 1 repetition, 20 resamples: every command once (CI)")
     args = parser.parse_args()
+    args.bootstrap = args.bootstrap or (20 if args.quick else 1000)
+    scenarios, repetitions = (2, 1) if args.quick else (20, 3)
     cfg = config(args.bootstrap)
+    cfg["suites"]["main"]["repetitions"] = repetitions
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         start = time.perf_counter()
-        spec = S.Spec(models=("alpha", "beta", "gamma"), tasks=MAIN_TASKS, scenarios=20, repetitions=3,
+        spec = S.Spec(models=("alpha", "beta", "gamma"), tasks=MAIN_TASKS, scenarios=scenarios, repetitions=repetitions,
                       own={"alpha": 0.6, "gamma": -0.4}, partner={"beta": 0.5})
         frame = S.write(spec, work / "measures.tsv")
         conversations = frame["conversation_id"].nunique()

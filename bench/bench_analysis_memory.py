@@ -7,6 +7,7 @@ Prints each job's peak resident memory and the slope per 1,000 conversations, th
 workflow's `mem_mb` of these rules is declared from (dyafdb.analysis.workflow.AnalysisPlan.mem_mb).
 
     python bench/bench_analysis_memory.py [--repetitions 3 6]
+    python bench/bench_analysis_memory.py --quick         # its smallest size, seconds to a minute (CI: tests/test_benchmarks.py)
 """
 
 from __future__ import annotations
@@ -63,14 +64,17 @@ def peak_mb(kind: str, measures: Path, out: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repetitions", type=int, nargs=2, default=[3, 6])
+    parser.add_argument("--repetitions", type=int, nargs=2, default=None, help="the two corpus sizes (default 3 6)")
+    parser.add_argument("--quick", action="store_true", help="2 scenarios per archetype, 1 and 2 repetitions (CI)")
     args = parser.parse_args()
+    args.repetitions = args.repetitions or ([1, 2] if args.quick else [3, 6])
+    scenarios = 2 if args.quick else 20
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for reps in args.repetitions:
             work = Path(tmp) / str(reps)
             work.mkdir()
-            spec = S.Spec(models=("alpha", "beta", "gamma"), tasks=MAIN_TASKS, scenarios=20, repetitions=reps)
+            spec = S.Spec(models=("alpha", "beta", "gamma"), tasks=MAIN_TASKS, scenarios=scenarios, repetitions=reps)
             frame = S.write(spec, work / "measures.tsv")
             one = frame[frame["archetype"] == ARCHETYPE]
             one.to_csv(work / "one.tsv", sep="\t", index=False)

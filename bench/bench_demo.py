@@ -1,7 +1,7 @@
 """The demo's wall time: the whole demo suite (`profiles/demo`, config/demo.yaml) from nothing to the
 report, in a scratch folder, as `bash scripts/demo.sh` runs it after the install.
 
-    python bench/bench_demo.py [--keep DIR]
+    python bench/bench_demo.py [--keep DIR] [--quick]
 
 Prints the wall time (target: under 20 minutes on 2 cores, issue 4), the number of jobs, and per stage
 the jobs' summed wall and CPU seconds from Snakemake's benchmark files, so a slow stage stands out.
@@ -53,9 +53,23 @@ def print_timeline(spans: list[tuple[float, float, str]], wall: float, cores: in
         t += step
 
 
+def quick_targets(scratch: Path) -> list[str]:
+    """The measures file of the demo's shortest conversation that has the polite agent on a side (a
+    recording bench_reuse.py can read a polite channel from)."""
+    from dyafdb.config import load_config
+    from dyafdb.suite.design import build_design
+
+    config = load_config(REPO / "config" / "demo.yaml")
+    rows = [r for r in build_design(config, REPO) if "cpu_polite" in (r.model_a, r.model_b)]
+    row = min(rows, key=lambda r: r.window_s)
+    return [str(Path(Results(str(scratch / config["results_dir"])).measures_json(row.conversation_id)).relative_to(scratch))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", type=Path, help="run in this folder and keep it (default: a temporary one)")
+    parser.add_argument("--quick", action="store_true",
+                        help="record and score one 10 s conversation with the polite agent through the demo profile (CI)")
     args = parser.parse_args()
     scratch = args.keep or Path(tempfile.mkdtemp(prefix="dyafdb-demo-"))
     scratch.mkdir(parents=True, exist_ok=True)
@@ -63,7 +77,7 @@ def main() -> None:
         if not (scratch / name).exists():
             (scratch / name).symlink_to(REPO / name, target_is_directory=True)
     cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "--directory", str(scratch),
-           "--profile", "profiles/demo", "--quiet", "all"]
+           "--profile", "profiles/demo", *(quick_targets(scratch) if args.quick else []), "--quiet", "all"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     print(f"demo in {scratch} on {os.cpu_count()} CPUs, load average before {os.getloadavg()[0]:.1f}", flush=True)
     t0, started = time.perf_counter(), time.time()
@@ -87,7 +101,10 @@ def main() -> None:
         stats[2] += float(row.get("cpu_time") or 0)
         end = path.stat().st_mtime - started  # Snakemake writes the file when the job ends
         spans.append((end - float(row["s"]), end, stage))
-    print(f"demo: {wall / 60:.1f} min wall ({wall:.0f} s); report {'written' if report.exists() else 'MISSING'}")
+    if args.quick:
+        print(f"demo, one conversation recorded and scored (--quick): {wall:.0f} s wall")
+    else:
+        print(f"demo: {wall / 60:.1f} min wall ({wall:.0f} s); report {'written' if report.exists() else 'MISSING'}")
     print(f"{'stage':<22}{'jobs':>6}{'job wall s':>12}{'job CPU s':>11}")
     for stage, (n, s, cpu) in sorted(per_rule.items(), key=lambda kv: -kv[1][1]):
         print(f"{stage:<22}{n:>6}{s:>12.0f}{cpu:>11.0f}")

@@ -2,6 +2,7 @@
 viewer) for the main suite, and for the main suite plus the game-balance and 30/120 s window suites.
 
     python bench/bench_dryrun.py [--main-only] [--target FILE ...]
+    python bench/bench_dryrun.py --quick                                        # the demo suite's plan (CI)
     python bench/bench_dryrun.py --main-only --baseline /tmp/base --repeat 3   # paired: old vs this tree
     python bench/bench_dryrun.py --scale --baseline /tmp/base --repeat 2       # 4 models x 3 windows
 
@@ -39,8 +40,8 @@ REPO = Path(__file__).resolve().parent.parent
 OPTIONAL_SUITES = ("game_balance", "window_30", "window_120")
 
 
-def write_config(root: Path, enable_optional: bool, scale: bool = False) -> Path:
-    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+def write_config(root: Path, enable_optional: bool, scale: bool = False, source: str = "config.yaml") -> Path:
+    cfg = yaml.safe_load((REPO / "config" / source).read_text())
     scenarios = REPO / "scenarios"
     if all(len(list((scenarios / a).glob("*.yaml"))) >= 20 for a in ("T1-1", "T2", "T4-2", "T4-3", "T4-4")):
         cfg["scenarios_dir"] = str(scenarios)
@@ -49,10 +50,11 @@ def write_config(root: Path, enable_optional: bool, scale: bool = False) -> Path
         cfg["scenarios_dir"] = str(root / "scenarios")
     cfg.setdefault("judge", {})["prompts_dir"] = str(REPO / "config" / "judge")  # planned from a scratch folder
     for name in OPTIONAL_SUITES:
-        cfg["suites"][name]["enabled"] = enable_optional
+        if name in cfg["suites"]:  # the paper's config; the demo's has suites of its own
+            cfg["suites"][name]["enabled"] = enable_optional
     if scale:
         _scale_up(cfg)
-    path = root / ("cfg-scale.yaml" if scale else "cfg-all.yaml" if enable_optional else "cfg-main.yaml")
+    path = root / ("cfg-scale.yaml" if scale else "cfg-all.yaml" if enable_optional else f"cfg-main-{source}")
     path.write_text(yaml.safe_dump(cfg))
     return path
 
@@ -110,16 +112,20 @@ def main() -> None:
     parser.add_argument("--target", nargs="*", default=[], help="plan only these targets (default: everything)")
     parser.add_argument("--baseline", type=Path, help="an older checkout to run alternately with this one")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each tree")
+    parser.add_argument("--quick", action="store_true",
+                        help="plan the demo suite (config/demo.yaml) instead: the same workflow at its smallest size (CI)")
     args = parser.parse_args()
     if slurm_probe_waits():
         print("note: scontrol is installed but no SLURM controller answers; each snakemake start waits up to 10 s "
               "for it (snakemake-executor-plugin-slurm's probe), included below")
     trees = [("baseline", args.baseline.resolve()), ("this tree", REPO)] if args.baseline else [("this tree", REPO)]
-    plans = [("4 models x 3 windows", False, True)] if args.scale else \
-        [("main suite", False, False)] + ([] if args.main_only else [("main + game balance + 30/120 s windows", True, False)])
+    plans = [("4 models x 3 windows", False, True, "config.yaml")] if args.scale else \
+        [("demo suite", False, False, "demo.yaml")] if args.quick else \
+        [("main suite", False, False, "config.yaml")] + \
+        ([] if args.main_only else [("main + game balance + 30/120 s windows", True, False, "config.yaml")])
     with tempfile.TemporaryDirectory() as tmp:
-        for label, optional, scale in plans:
-            config = write_config(Path(tmp), optional, scale)
+        for label, optional, scale, source in plans:
+            config = write_config(Path(tmp), optional, scale, source)
             seconds: dict[str, list[float]] = {name: [] for name, _ in trees}
             cpu_seconds: dict[str, list[float]] = {name: [] for name, _ in trees}
             for _ in range(args.repeat):

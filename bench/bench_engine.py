@@ -1,6 +1,7 @@
 """Cost of one conversation's frame when sessions share a batched Moshi engine (random weights).
 
     python bench/bench_engine.py                          # CPU, scaled tiny model, batch 1,2,4,8,16
+    python bench/bench_engine.py --quick                  # its smallest size, seconds to a minute (CI: tests/test_benchmarks.py)
     python bench/bench_engine.py --device cuda --size full --dtype bfloat16 --batch 1,8,16,32 --modes eager,graph
     python bench/bench_engine.py --group 16               # model loads per conversation, engine vs per-job workers
 
@@ -177,6 +178,10 @@ def main() -> None:
                         help="end with one JSON line: ms per tick per mode and batch, largest batch under 80 ms")
     parser.add_argument("--group", type=int, default=0,
                         help="instead: model loads for this many conversations run as record jobs at once")
+    parser.add_argument("--quick", action="store_true", help="the smallest size that runs every part (CI): LM 128 x 2, batches 1 and 2, 3 ticks")
+    # --quick changes the defaults only, so an option given beside it still wins.
+    if "--quick" in sys.argv[1:]:
+        parser.set_defaults(dim=128, layers=2, batch="1,2", frames=3, warmup=1)
     args = parser.parse_args()
     if args.group:
         print(json.dumps(group_loads(args.group)), flush=True)

@@ -8,7 +8,7 @@ conversation (about 27 s of speech per side) and a demo conversation (20 s). Als
 ``dyafdb score`` process on the 60 s conversation, health included, against the same process with
 ``health.asr: false``.
 
-    python bench/bench_health.py [--repeats 3]
+    python bench/bench_health.py [--repeats 3] [--quick]
 """
 
 from __future__ import annotations
@@ -131,8 +131,11 @@ def score_process(rec: Recording, asr: bool) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=None, help="timed runs of each part (default 3; 1 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="one run of each part, one score process each way (CI)")
     args = parser.parse_args()
+    args.repeats = args.repeats or (1 if args.quick else 3)
+    processes = 1 if args.quick else 2
     rng = np.random.default_rng(0)
     long, demo = conversation(60, rng), conversation(20, rng)
     for name, rec in (("60 s conversation", long), ("20 s demo conversation", demo)):
@@ -150,8 +153,8 @@ def main() -> int:
             print(f"  demo projection: {DEMO_CONVERSATIONS} conversations x {added:.2f} CPU s = {DEMO_CONVERSATIONS * added:.0f} "
                   f"CPU s, about {DEMO_CONVERSATIONS * added / CORES:.0f} s of wall time on {CORES} cores "
                   "(fewer: Whisper is skipped on sides that wrote no text)")
-    with_asr = [score_process(long, True) for _ in range(2)]
-    without = [score_process(long, False) for _ in range(2)]
+    with_asr = [score_process(long, True) for _ in range(processes)]
+    without = [score_process(long, False) for _ in range(processes)]
     print(f"one `dyafdb score` process, 60 s conversation: {min(with_asr):.2f} s with health, "
           f"{min(without):.2f} s with health.asr: false")
     return 0

@@ -1,6 +1,7 @@
 """What the local SmolLM2 calls cost, measured side by side in one run (one llama.cpp thread each):
 
     python bench/bench_local_llm.py [--archetype T1-1] [--conversations 2]
+    python bench/bench_local_llm.py --quick               # its smallest size, seconds to a minute (CI: tests/test_benchmarks.py)
 
 1. Text pairing (Appendix E, the demo's two SmolLM2 settings): one archetype's text conversations
    generated with each speaker in a KV slot of its own (reused from its second turn on) and, for
@@ -91,6 +92,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--archetype", default="T1-1")
     parser.add_argument("--conversations", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="the smallest size that runs every part (CI): one agent conversation")
+    # --quick changes the defaults only, so an option given beside it still wins.
+    if "--quick" in sys.argv[1:]:
+        parser.set_defaults(conversations=1)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from dyafdb.config import load_config

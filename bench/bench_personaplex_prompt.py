@@ -1,6 +1,7 @@
 """How long a joining PersonaPlex session stalls the others in an engine (its prompt phase), tiny model.
 
     python bench/bench_personaplex_prompt.py                  # engine capacities 16 and 32, 8 sessions stepping
+    python bench/bench_personaplex_prompt.py --quick      # its smallest size, seconds to a minute (CI: tests/test_benchmarks.py)
     python bench/bench_personaplex_prompt.py --capacity 16 --sessions 14
 
 The engine is ``PersonaPlexEngine`` (adapter ``personaplex`` in ENGINES), loaded from the tests' tiny
@@ -26,7 +27,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests" / "standins"), str(ROOT / "tests" / "agents")]
+# The tiny checkpoint writer is a test module; it imports the stand-ins and the shared test helpers.
+sys.path[:0] = [str(ROOT / "tests" / d) for d in ("standins", "helpers", "agents")]
 
 
 def tiny_engine(capacity: int):
@@ -90,10 +92,14 @@ def measure(capacity: int, sessions: int, ticks: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--capacity", default="16,32")
-    parser.add_argument("--sessions", type=int, default=8)
-    parser.add_argument("--ticks", type=int, default=10)
+    parser.add_argument("--capacity", default=None, help="engine sizes (default 16,32; 4 with --quick)")
+    parser.add_argument("--sessions", type=int, default=None, help="sessions stepping (default 8; 2 with --quick)")
+    parser.add_argument("--ticks", type=int, default=None, help="timed ticks (default 10; 3 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="one small engine, few ticks (CI)")
     args = parser.parse_args()
+    args.capacity = args.capacity or ("4" if args.quick else "16,32")
+    args.sessions = args.sessions or (2 if args.quick else 8)
+    args.ticks = args.ticks or (3 if args.quick else 10)
     import torch
 
     torch.set_num_threads(1)

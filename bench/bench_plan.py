@@ -3,6 +3,7 @@
 folder, so every file lookup misses, as at the start of a run).
 
     python bench/bench_plan.py [--repeat 3]
+    python bench/bench_plan.py --quick                    # its smallest size, seconds to a minute (CI: tests/test_benchmarks.py)
     python bench/bench_plan.py --baseline /tmp/base --repeat 3   # paired: an older checkout's sources vs this tree's
 
 Prints the median and range of each, in seconds, each run a fresh process as a user would start it.
@@ -25,6 +26,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _figures import emit, row  # noqa: E402
 
 
 def timed(argv: list[str], src: Path | None = None) -> tuple[float, float]:
@@ -42,9 +45,12 @@ def timed(argv: list[str], src: Path | None = None) -> tuple[float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=None, help="runs of each command (default 3; 1 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="one run of each command (CI)")
     parser.add_argument("--baseline", type=Path, help="an older checkout whose src/ runs alternately with this tree's")
     args = parser.parse_args()
+    args.repeat = args.repeat or (1 if args.quick else 3)
+    rows = []
     with tempfile.TemporaryDirectory() as scratch:
         empty = json.dumps({"results_dir": str(Path(scratch) / "results")})
         dyafdb = [sys.executable, "-m", "dyafdb"]
@@ -64,12 +70,15 @@ def main() -> int:
                     runs[tree].append(timed(argv, src))
             for tree, got in runs.items():
                 walls, cpus = [w for w, _ in got], [c for _, c in got]
+                if tree == "this tree":
+                    rows.append(row(f"`{name}`", walls, "s wall"))
                 print(f"{name:24s} {tree:9s} median {statistics.median(walls):5.2f} s (min {min(walls):.2f}, max "
                       f"{max(walls):.2f}), CPU median {statistics.median(cpus):5.2f} s; {args.repeat} runs, 7,560 conversations")
             if args.baseline:
                 med = {t: (statistics.median(w for w, _ in g), statistics.median(c for _, c in g)) for t, g in runs.items()}
                 print(f"{name:24s} ratio this/baseline: wall {med['this tree'][0] / med['baseline'][0]:.2f}, "
                       f"CPU {med['this tree'][1] / med['baseline'][1]:.2f}")
+    emit("plan", rows)
     return 0
 
 

@@ -2,6 +2,7 @@
 
     python bench/bench_demo.py --keep /tmp/demo          # a finished demo to read
     python bench/bench_reuse.py /tmp/demo [--channels 12] [--archetype T1-2 --question role_adherence]
+    python bench/bench_reuse.py /tmp/demo --quick         # after bench_demo.py --quick --keep /tmp/demo (CI)
 
 1. The garble watcher's Whisper at one CPU thread (the demo's record jobs have one) and at two (its
    default): the polite agent's channels of the demo's recordings, transcribed alternately, CPU
@@ -81,7 +82,12 @@ def main() -> None:
     parser.add_argument("--archetype", default="T1-2")
     parser.add_argument("--question", default="role_adherence")
     parser.add_argument("--pairs", type=int, default=2, help="alternating runs of each side")
+    parser.add_argument("--quick", action="store_true",
+                        help="one polite channel, one pair, no judge batch: for `bench_demo.py --quick --keep DIR`'s "
+                             "one conversation, which has no archetype's transcripts to judge (CI)")
     args = parser.parse_args()
+    if args.quick:
+        args.channels, args.pairs = 1, 1
     demo = args.demo.resolve()
 
     runs: dict[int, list[dict]] = {1: [], 2: []}
@@ -92,6 +98,9 @@ def main() -> None:
     print(f"garble watcher's Whisper on {args.channels} polite channels: 1 thread {_cpus(runs[1])} CPU s, "
           f"2 threads {_cpus(runs[2])} CPU s; the same transcripts: {same}")
 
+    if args.quick:
+        print("judge batch: not run with --quick (it needs a whole archetype recorded and transcribed)")
+        return
     judged: dict[bool, list[dict]] = {True: [], False: []}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.pairs):

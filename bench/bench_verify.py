@@ -3,6 +3,7 @@ a synthetic folder with a recording (meta.json with real provenance digests, a s
 the right size, text.jsonl), segments, transcripts and measures per conversation, and a measures.tsv.
 
     python bench/bench_verify.py [--scenarios-per-archetype K] [--repeat 3]
+    python bench/bench_verify.py --quick                  # its smallest size, seconds to a minute (CI: tests/test_benchmarks.py)
 
 Prints wall and CPU seconds of `dyafdb verify` (a fresh process each run, one core). Goal (issue 23):
 under 30 s for 7,560 conversations.
@@ -82,8 +83,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scenarios-per-archetype", type=int, default=None,
                         help="a smaller suite of the same design (default: the paper's 20, 7,560 conversations)")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=None, help="verify runs (default 3; 1 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="1 scenario per archetype, one run (CI)")
     args = parser.parse_args()
+    args.repeat = args.repeat or (1 if args.quick else 3)
+    if args.quick and args.scenarios_per_archetype is None:
+        args.scenarios_per_archetype = 1
     with tempfile.TemporaryDirectory() as scratch:
         t0 = time.perf_counter()
         config, n = build(Path(scratch), args.scenarios_per_archetype)

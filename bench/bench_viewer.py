@@ -1,6 +1,7 @@
 """The viewer's build cost: seconds and bytes per conversation, per audio format, cold and cached.
 
     python bench/bench_viewer.py                         # 24 synthetic 60 s recordings (scripted agents)
+    python bench/bench_viewer.py --quick                  # its smallest size, seconds to a minute (CI: tests/test_benchmarks.py)
     python bench/bench_viewer.py -n 60 --jobs 4
     python bench/bench_viewer.py --config config/demo.yaml   # the recordings that config already has
 
@@ -52,12 +53,15 @@ def synthetic(root: Path, n: int, window_s: float) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("-n", type=int, default=24, help="synthetic recordings")
-    parser.add_argument("--window", type=float, default=60.0, help="synthetic recording length (s)")
+    parser.add_argument("-n", type=int, default=None, help="synthetic recordings (default 24; 2 with --quick)")
+    parser.add_argument("--window", type=float, default=None, help="synthetic recording length (default 60 s; 10 with --quick)")
+    parser.add_argument("--quick", action="store_true", help="2 recordings of 10 s, every format (CI)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--config", type=Path, help="bench on this config's existing recordings instead")
     parser.add_argument("--formats", default="vorbis,flac,wav")
     args = parser.parse_args()
+    args.n = args.n or (2 if args.quick else 24)
+    args.window = args.window or (10.0 if args.quick else 60.0)
 
     from dyafdb.config import load_config
     from dyafdb.viewer.settings import viewer_settings

@@ -1,6 +1,7 @@
 """Step time of a Moshi-architecture LM per 80 ms frame, with random weights (no checkpoint needed).
 
     python bench/moshi_lm_step.py --device cuda --batch 1,4,16              # moshiko shape (dep_q 8)
+    python bench/moshi_lm_step.py --quick                 # its smallest size, seconds to a minute (CI: tests/test_benchmarks.py)
     python bench/moshi_lm_step.py --device cuda --batch 1,4,16 --dep-q 16   # PersonaPlex shape
     python bench/moshi_lm_step.py --device cpu --size tiny --batch 1,2      # smoke run anywhere
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import statistics
 import time
 
@@ -113,6 +115,10 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=100, help="timed frames per batch size")
     parser.add_argument("--warmup", type=int, default=10, help="untimed frames first (CUDA graph capture)")
     parser.add_argument("--mimi", action="store_true", help="also time Mimi encode + decode")
+    parser.add_argument("--quick", action="store_true", help="the smallest size that runs every part (CI): the tiny model on the CPU, batch 1, 2 frames")
+    # --quick changes the defaults only, so an option given beside it still wins.
+    if "--quick" in sys.argv[1:]:
+        parser.set_defaults(device="cpu", dtype="float32", size="tiny", batch="1", frames=2, warmup=1, mimi=True)
     args = parser.parse_args()
 
     import torch
