@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import subprocess
 import sys
 import time
+import wave
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +35,36 @@ FAKE = Path(__file__).resolve().parents[1] / "standins" / "fake_raon_gateway.py"
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = "You are Blake, a hotel clerk. Keep the guest's room number private."
 LEAD_IN = 3
+
+
+ECAPA = "speechbrain_spkrec-ecapa-voxceleb"
+
+
+def ecapa_cache(root: Path, complete: bool = True) -> Path:
+    """SpeechBrain's ECAPA snapshot where Raon-SpeechChat-Demo's _load_backend looks for it."""
+    (root / ECAPA).mkdir(parents=True, exist_ok=True)
+    if complete:
+        for name in ("hyperparams.yaml", "embedding_model.ckpt"):
+            (root / ECAPA / name).write_text("x")
+        (root / f"{ECAPA}.done").write_text("done")
+    return root
+
+
+@pytest.fixture(autouse=True)
+def ecapa_on_disk(tmp_path, monkeypatch):
+    """The demo gateway's speaker encoder on local disk (tests of it being missing override this)."""
+    root = ecapa_cache(tmp_path / "ecapa-cache")
+    monkeypatch.setenv("SPEECHBRAIN_ECAPA_SAVEDIR", str(root))
+    return root
+
+
+def write_wav(path: Path, seconds: float = 1.0) -> Path:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(24000)
+        w.writeframes((np.sin(np.arange(int(24000 * seconds)) * 0.05) * 3000).astype("<i2").tobytes())
+    return path
 
 
 def gateway_params(tmp_path: Path, variant: str, *extra: str, **params) -> tuple[dict, Path]:
@@ -174,15 +207,18 @@ def test_realtime_artifacts_go_to_a_scratch_folder_that_is_emptied(tmp_path):
 
 
 def test_voice_in_meta_is_what_the_gateway_applied(tmp_path):
-    voice = tmp_path / "voice.wav"
-    voice.write_bytes(b"RIFF")
+    voice = write_wav(tmp_path / "voice.wav")
     demo, drecord = raon(tmp_path, "demo", speaker_audio=str(voice))
     try:
         dresult = run(demo, 3)
     finally:
         demo.gateway.stop()
-    assert events(drecord, "worker_start")[0]["default_speaker"] == "voice.wav"  # the worker's default speaker
-    assert dresult.agent_info["a"]["voice"] == "voice.wav"
+    # no DEFAULT_SPEAKER_LABEL: upstream reports the label as the source even when no embedding was made
+    assert events(drecord, "worker_start")[0]["default_speaker"] == f"audio:{voice}"
+    assert events(drecord, "session_applied")[0]["applied"]["speaker"] == f"audio:{voice}"
+    info = dresult.agent_info["a"]
+    assert info["voice"] == "voice.wav" and info["extra"]["voice_applied"] is True
+    assert "no speaker-failure line" in info["extra"]["voice_evidence"]
     rt, _ = raon(tmp_path, "realtime", speaker_audio=str(tmp_path / "missing.wav"))
     try:
         rresult = run(rt, 3)
@@ -190,6 +226,106 @@ def test_voice_in_meta_is_what_the_gateway_applied(tmp_path):
         rt.gateway.stop()
     extra = rresult.agent_info["a"]["extra"]
     assert extra["voice_applied"] is False and extra["gateway_applied"]["speaker_audio"] is None
+
+
+def test_missing_ecapa_stops_the_worker_before_the_gateway_loads(tmp_path, monkeypatch):
+    """Upstream would download ECAPA at run time, and on an offline node run with no speaker: refused up front."""
+    empty = ecapa_cache(tmp_path / "offline-cache", complete=False)
+    monkeypatch.setenv("SPEECHBRAIN_ECAPA_SAVEDIR", str(empty))
+    params, record = gateway_params(tmp_path, "demo", speaker_audio=str(write_wav(tmp_path / "voice.wav")))
+    with pytest.raises(InputError) as err:
+        RaonAgent(params, "raon")
+    message = str(err.value)
+    assert "\n" not in message and str(empty / ECAPA) in message and "SPEECHBRAIN_ECAPA_SAVEDIR" in message
+    assert "huggingface-cli download speechbrain/spkrec-ecapa-voxceleb" in message and f"{ECAPA}.done" in message
+    assert not record.exists()  # no gateway was started
+
+
+def test_offline_ecapa_fallback_is_marked_when_the_config_allows(tmp_path, monkeypatch):
+    """voice_check: mark records what upstream did (no speaker, only logged) instead of failing."""
+    empty = ecapa_cache(tmp_path / "offline-cache", complete=False)
+    monkeypatch.setenv("SPEECHBRAIN_ECAPA_SAVEDIR", str(empty))
+    agent, record = raon(tmp_path, "demo", speaker_audio=str(write_wav(tmp_path / "voice.wav")), voice_check="mark")
+    try:
+        result = run(agent, 4)
+    finally:
+        agent.gateway.stop()
+    assert events(record, "worker_start")[0]["has_default_speaker"] is False
+    assert events(record, "session_applied")[0]["applied"]["speaker"] is None  # upstream: no speaker, only a log line
+    info = result.agent_info["a"]
+    assert info["voice"].startswith("none") and info["extra"]["voice_applied"] is False
+    assert "failed to compute default speaker embedding from audio" in info["extra"]["voice_problem"]
+
+
+def test_a_voice_the_gateway_could_not_embed_fails_the_recording_with_its_log_line(tmp_path):
+    """ECAPA is there but the wav cannot be decoded: upstream falls back to a silence embedding and only logs it."""
+    broken = tmp_path / "voice.wav"
+    broken.write_bytes(b"RIFF")
+    agent, record = raon(tmp_path, "demo", speaker_audio=str(broken))
+    try:
+        with pytest.raises(AgentError) as err:
+            run(agent, 4)
+    finally:
+        agent.gateway.stop()
+    assert events(record, "worker_start")[0]["default_speaker"] == "silence-fallback"
+    message = str(err.value)
+    assert "voice.wav" in message and "failed to compute default speaker embedding from audio" in message
+    assert "voice_check: mark" in message
+
+
+def test_raon_self_play_shares_one_gateway_on_one_node(tmp_path):
+    """Both sides of raon+raon are sessions of one hand-started demo gateway (one Ray head, two sessions per GPU)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    record, log = tmp_path / "events.jsonl", tmp_path / "gateway.log"
+    voice = write_wav(tmp_path / "voice.wav")
+    env = {**__import__("os").environ, "DEFAULT_SPEAKER_AUDIO_PATH": str(voice), "FD_MAX_SESSIONS_PER_GPU": "2"}
+    with open(log, "wb") as out:
+        gateway = subprocess.Popen([sys.executable, str(FAKE), "--port", str(port), "--variant", "demo", "--record", str(record)],
+                                   env=env, stdout=out, stderr=subprocess.STDOUT)
+    params = {"variant": "demo", "url": f"http://127.0.0.1:{port}", "gateway_log": str(log), "speaker_audio": str(voice),
+              "step_timeout_s": 10, "health_timeout_s": 30}
+    try:
+        sides = {"a": RaonAgent(params, "raon"), "b": RaonAgent(params, "raon")}
+        sessions = {s: Session(conversation_id="t1-1-self", side=s, prompt=ROLE, speaker_name="Blake", seed=1,
+                               is_opener=s == "a", window_ticks=12) for s in "ab"}
+        result = run_bridge(sides, sessions, window_ticks=12, lead_in_ticks=LEAD_IN, opener="a")
+    finally:
+        gateway.terminate()
+        gateway.wait()
+    assert result.ticks == 12 and not events(record, "no_workers")
+    assert [e["applied"]["speaker"] for e in events(record, "session_applied")] == [f"audio:{voice}"] * 2
+    audio = result.recording.audio.reshape(2, 12, 1920)
+    assert np.abs(audio[0]).max() > 0 and np.abs(audio[1]).max() > 0  # the opener spoke, the other answered it
+    assert all(result.agent_info[s]["extra"]["voice_applied"] is True for s in "ab")
+
+
+def test_preflight_checks_the_raon_voice_encoder_and_refuses_two_ray_heads_on_a_node(tmp_path, monkeypatch):
+    from dyafdb.commands._preflight import model_checks
+
+    config = load_config(ROOT / "config" / "config.yaml")
+    config["bridge"]["in_process"] = True  # worker commands are not what this test is about
+    raon_spec = config["models"]["raon"]
+    raon_spec["params"] = {**raon_spec["params"], "checkpoint_dir": str(tmp_path / "bundle")}
+    (tmp_path / "bundle").mkdir()
+    checks = {c.name: c for c in model_checks(config, ["raon"])}
+    assert checks["model raon voice"].ok, checks["model raon voice"]
+    self_play = checks["model raon self-play"]
+    assert not self_play.ok and "suites main" in self_play.detail and "Ray head" in self_play.detail
+    assert "FD_MAX_SESSIONS_PER_GPU=2" in self_play.fix and "params.url" in self_play.fix and "gateway_log" in self_play.fix
+
+    monkeypatch.setenv("SPEECHBRAIN_ECAPA_SAVEDIR", str(ecapa_cache(tmp_path / "empty", complete=False)))
+    voice = {c.name: c for c in model_checks(config, ["raon"])}["model raon voice"]
+    assert not voice.ok and str(tmp_path / "empty" / ECAPA) in voice.detail
+    assert "huggingface-cli download speechbrain/spkrec-ecapa-voxceleb" in voice.fix
+    shared = ecapa_cache(tmp_path / "shared")  # the env var the gateway is given wins over the worker's own
+    raon_spec["params"]["gateway"] = {**raon_spec["params"]["gateway"], "env": {"SPEECHBRAIN_ECAPA_SAVEDIR": str(shared)}}
+    assert {c.name: c for c in model_checks(config, ["raon"])}["model raon voice"].ok
+
+    raon_spec["params"] = {k: v for k, v in raon_spec["params"].items() if k != "gateway"}
+    raon_spec["params"].update(url="http://127.0.0.1:8080", gateway_log=str(tmp_path / "gateway.log"))
+    assert {c.name: c for c in model_checks(config, ["raon"])}["model raon self-play"].ok  # one shared gateway
 
 
 def test_demo_keepalive_pings_are_answered_while_the_bridge_waits(tmp_path):

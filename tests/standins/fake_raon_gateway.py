@@ -37,10 +37,27 @@ devyoongu/Raon-Speech @ afec411 (the upstream repository is not public in the st
   (``proto/prompt_map.resolve_speak_first``), the prompt text from ``build_system_prompt`` (style
   ``custom``: the custom text with terminal punctuation ensured); sampling defaults 0.7 / 50 / 0.8;
   ``sil_penalty`` is not a query parameter (stays 0.0); ``repetition_penalty`` is ignored.
-* ``worker/engine.py`` ``create_session`` / ``_load_default_speaker_embeds``: ``speaker_mode=default``
-  uses the worker's default speaker, read once at start from ``DEFAULT_SPEAKER_EMBEDDING_PATH`` or
-  ``DEFAULT_SPEAKER_AUDIO_PATH`` (label ``DEFAULT_SPEAKER_LABEL``), else a 1 s silence embedding;
-  ``recorded`` falls back to default; ``none`` has no speaker.
+* ``worker/engine.py`` ``_load_default_speaker_embeds`` (~L276-339), once when the worker starts:
+  ``DEFAULT_SPEAKER_EMBEDDING_PATH`` (a tensor, no encoder needed), else ``DEFAULT_SPEAKER_AUDIO_PATH``
+  through the speaker encoder, else 1 s of silence through it; each failure is logged
+  (``logger.exception`` / ``logger.warning``) and the next is tried; when all fail the worker has no
+  default speaker. The source it reports is ``DEFAULT_SPEAKER_LABEL`` when set, whether or not an
+  embedding was made. ``create_session`` (~L483-497): ``speaker_mode=default`` without a default
+  speaker logs a WARNING and runs with no speaker; ``recorded`` falls back to default; ``none`` has
+  none. None of this reaches the client (READY is empty; ``/health`` shows only the router's worker
+  registry): only the log says it. The worker actors have no logging config, so only WARNING and
+  ERROR lines appear, forwarded by Ray to the driver's output with a ``(RaonWorkerActor pid=N)``
+  prefix; the INFO lines (``default speaker ready ...``, ``session_init_start ...``) do not.
+* ``raon_runtime/modules.py`` ``PretrainedSpeakerEncoder._load_backend`` (~L690-775): the speaker
+  encoder is SpeechBrain's ECAPA (``speechbrain/spkrec-ecapa-voxceleb``), looked for under
+  ``$SPEECHBRAIN_ECAPA_SAVEDIR`` (default ``/tmp/speechbrain_ecapa_cache``) as
+  ``speechbrain_spkrec-ecapa-voxceleb/`` with a ``speechbrain_spkrec-ecapa-voxceleb.done`` sentinel;
+  without the sentinel it calls ``snapshot_download``. The stand-in never downloads: a missing
+  sentinel is the offline node, where the download raises and every embedding above fails (the
+  encoder is retried, and fails, for each). An unreadable wav fails the same way (``torchaudio.load``).
+* ``gateway/server.py`` ``_ws_chat_impl`` + ``router`` ``reserve``: a session beyond the workers'
+  capacity (``--max-sessions-per-gpu``, ``FD_MAX_SESSIONS_PER_GPU``, default 2) gets ERROR
+  ``no workers available`` and the socket closes, without READY.
 * ``gateway/proxy.py`` ``SessionProxy._keepalive``: PING with an empty payload every
   ``ping_interval`` (30 s), close when no PONG arrived within ``ping_timeout`` (15 s); the PONG's
   payload is not checked; a client PING gets an empty PONG; client CLOSE just ends the session (no
@@ -67,6 +84,7 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 import time
 import urllib.parse
 import wave
@@ -84,6 +102,15 @@ FRAME = 1920
 TEXT_SCRIPT = {2: "\n", 3: " Hello", 4: "<|fim_middle|>", 5: " there<|im_end|>", 7: "\n Nice", 8: "<|audio_output_sil|>\n"}
 REALTIME_SAMPLING = {"temperature": 1.1, "top_k": 100, "top_p": 0.99, "eos_penalty": 0.0, "sil_penalty": 0.0, "bc_penalty": 0.0}
 DEMO_WS_PATHS = {"/ws/chat", "/ws/chat/", "/fd-demo/ws/chat", "/fd-demo/ws/chat/"}
+
+
+def readable_wav(path: str) -> bool:
+    """What torchaudio.load would decode (the stand-in reads PCM wavs only)."""
+    try:
+        with wave.open(path, "rb") as w:
+            return w.getnframes() > 0
+    except (wave.Error, EOFError, OSError):
+        return False
 
 
 def frame_audio(tick: int) -> np.ndarray:
@@ -208,17 +235,55 @@ class Gateway:
         self.active: str | None = None
         self.completed: dict[str, dict] = {}
         self.active_ws = 0
-        # worker/engine.py _load_default_speaker_embeds: read once when the worker starts
+        # the demo's worker only; the realtime runtime takes its speaker per session
+        self.default_speaker, self.has_default_speaker = self.load_default_speaker() if args.variant == "demo" else (None, False)
+        self.log(event="worker_start", default_speaker=self.default_speaker, has_default_speaker=self.has_default_speaker)
+
+    @staticmethod
+    def actor_log(message: str) -> None:
+        """A worker actor's WARNING/ERROR line as it reaches the gateway's log (forwarded by Ray)."""
+        print(f"(RaonWorkerActor pid={os.getpid()}) {message}", file=sys.stderr, flush=True)
+
+    def ecapa_ready(self) -> bool:
+        """PretrainedSpeakerEncoder._load_backend: the cached snapshot, or a download that fails offline."""
+        root = os.environ.get("SPEECHBRAIN_ECAPA_SAVEDIR", "/tmp/speechbrain_ecapa_cache")
+        shared = Path(root) / "speechbrain_spkrec-ecapa-voxceleb"
+        if Path(f"{shared}.done").exists():
+            return True
+        shared.mkdir(parents=True, exist_ok=True)  # made before snapshot_download, so it exists even after a failure
+        return False
+
+    def embed_audio(self, what: str) -> bool:
+        """The speaker encoder on some audio; False (with upstream's log lines) when it cannot run."""
+        if self.ecapa_ready():
+            return True
+        self.actor_log(f"{what}\nTraceback (most recent call last):\n  ...\nhuggingface_hub.errors.LocalEntryNotFoundError: "
+                       "An error happened while trying to locate the files on the Hub and we cannot find the "
+                       "appropriate snapshot folder for the specified revision on the local disk.")
+        return False
+
+    def load_default_speaker(self) -> tuple[str | None, bool]:
+        """worker/engine.py _load_default_speaker_embeds: (the source it reports, whether there is an embedding)."""
         embed = os.environ.get("DEFAULT_SPEAKER_EMBEDDING_PATH", "").strip()
         audio = os.environ.get("DEFAULT_SPEAKER_AUDIO_PATH", "").strip()
         label = os.environ.get("DEFAULT_SPEAKER_LABEL", "").strip() or None
-        if embed and Path(embed).exists():
-            self.default_speaker = label or f"embedding:{embed}"
-        elif audio and Path(audio).exists():
-            self.default_speaker = label or f"audio:{audio}"
-        else:
-            self.default_speaker = "silence_fallback"
-        self.log(event="worker_start", default_speaker=self.default_speaker)
+        source = None
+        if embed:
+            if Path(embed).exists():
+                source = f"embedding:{embed}"
+            else:
+                self.actor_log(f"DEFAULT_SPEAKER_EMBEDDING_PATH does not exist: {embed}")
+        if source is None and audio:
+            if not Path(audio).exists():
+                self.actor_log(f"DEFAULT_SPEAKER_AUDIO_PATH does not exist: {audio}")
+            elif not readable_wav(audio):
+                self.actor_log(f"failed to compute default speaker embedding from audio: {audio}\nTraceback (most recent "
+                               "call last):\n  ...\nRuntimeError: Failed to decode audio.")
+            elif self.embed_audio(f"failed to compute default speaker embedding from audio: {audio}"):
+                source = f"audio:{audio}"
+        if source is None and self.embed_audio("failed to compute silence-fallback speaker embedding"):
+            source = "silence-fallback"
+        return label or source, source is not None
 
     def log(self, **event) -> None:
         self.record.write(json.dumps(event) + "\n")
@@ -386,7 +451,21 @@ class Gateway:
                     "bc_penalty": _float(query.get("bc_penalty"), 0.0), "sil_penalty": 0.0,
                     "code_temperature": 0.8, "code_top_k": 10}
         speaker_mode = query.get("speaker_mode") or "default"
-        speaker = None if speaker_mode == "none" else self.default_speaker
+        if self.active_ws >= self.args.max_sessions:  # router.reserve finds no worker with room
+            self.log(event="no_workers", query=query)
+            await ws.send(ERROR, b"no workers available")
+            await ws.close()
+            return
+        speaker = None
+        if speaker_mode in ("default", "recorded"):
+            if speaker_mode == "recorded":
+                self.actor_log("speaker_mode=recorded requested but fd-demo worker does not store recorded speakers; "
+                               "falling back to default speaker")
+            if self.has_default_speaker:
+                speaker = self.default_speaker
+            elif speaker_mode == "default":
+                self.actor_log("speaker_mode=default requested but no default speaker embedding is available; "
+                               "falling back to speaker_mode=none")
         applied = {"prompt_text": prompt_text, "speak_first": speak_first, "sampling": sampling,
                    "speaker_mode": speaker_mode, "speaker": speaker,
                    "repetition_penalty_ignored": _float(query.get("repetition_penalty"), 1.0)}
@@ -533,6 +612,8 @@ async def main() -> None:
     parser.add_argument("--ping-timeout", type=float, default=15.0, help="demo keepalive (GatewayConfig: 15 s)")
     parser.add_argument("--idle-timeout", type=float, default=15.0, help="demo SessionConfig.idle_timeout_seconds")
     parser.add_argument("--cleanup-interval", type=float, default=5.0, help="demo actor cleanup loop period")
+    parser.add_argument("--max-sessions", type=int, default=int(os.environ.get("FD_MAX_SESSIONS_PER_GPU", "2")),
+                        help="demo: sessions the one worker takes (launch_worker.py --max-sessions-per-gpu)")
     parser.add_argument("--startup-delay", type=float, default=0.0)
     # accepted so the adapter's launch commands can be run against the stand-in unchanged
     parser.add_argument("--result-root", default=None)

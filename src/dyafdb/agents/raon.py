@@ -20,6 +20,23 @@ what a session can be told, and the adapter reports only what the gateway really
   PINGs. Each session writes wavs, a transcript and a zip bundle under ``result_root``: the adapter
   points that at a scratch folder of its own and deletes it after each session.
 
+The voice is a fact, not a label (demo variant). The worker embeds ``speaker_audio`` once at start
+with SpeechBrain's ECAPA (``raon_runtime/modules.py`` ``PretrainedSpeakerEncoder._load_backend``),
+which it downloads unless ``$SPEECHBRAIN_ECAPA_SAVEDIR/speechbrain_spkrec-ecapa-voxceleb.done`` exists;
+on an offline node that fails and the worker runs every session with no speaker, saying so only in
+its log (READY is empty, ``/health`` carries no speaker field). So the adapter (1) refuses to start a
+gateway whose ECAPA files are not on local disk (:func:`ecapa_problem`, also a preflight check), and
+(2) reads the gateway's log (the one it started, or ``params.gateway_log``) for upstream's
+speaker-failure lines at open and on every tick. The worker actors log only WARNING and ERROR, so
+"applied" is inferred from ECAPA on disk plus the absence of those lines, and meta.json says so
+(``extra.voice_applied``, ``extra.voice_evidence``). A failure fails the recording, or with
+``voice_check: mark`` is recorded (``voice`` "none ...", ``extra.voice_problem``). A failure first
+seen after the last tick can only be marked (close cannot fail a recording).
+
+Self-play: the demo's ``launch_worker.py --role head`` starts a Ray head, and two on one node
+collide (``ray stop`` ends both), so :func:`self_play_problem` refuses it in preflight; one gateway
+started by hand (``FD_MAX_SESSIONS_PER_GPU=2``) serves both sides through ``params.url``.
+
 Sampling: the official duplex settings of Raon-Speech ``config/duplex_infer.yaml`` (temperature
 0.9, top_k 66, top_p 0.95, penalties 0) are sent explicitly on every session (each gateway has other
 defaults: 0.7/50/0.8 and 1.1/100/0.99); ``params.sampling`` overrides them key by key. meta.json
@@ -104,6 +121,104 @@ DEFAULT_PROMPT_TEMPLATE = "You are engaging in real-time conversation. $prompt"
 STRUCTURAL = re.compile(r"<\|[^<>|]*\|>")
 PORT_PLACEHOLDER = re.compile(r"\$\{?(port_[A-Za-z0-9_]+)\}?")
 MAX_ERRORS_KEPT = 20
+# raon_runtime/modules.py _load_backend: where the demo worker looks for SpeechBrain's ECAPA
+ECAPA_ENV = "SPEECHBRAIN_ECAPA_SAVEDIR"
+ECAPA_DEFAULT_ROOT = "/tmp/speechbrain_ecapa_cache"
+ECAPA_DEFAULT_ID = "speechbrain/spkrec-ecapa-voxceleb"
+ECAPA_FILES = ("hyperparams.yaml", "embedding_model.ckpt")
+# What the demo worker logs when the default speaker was not made or not used (worker/engine.py
+# _load_default_speaker_embeds, create_session): WARNING/ERROR, the only levels its actors emit.
+VOICE_FAILURES = (
+    "failed to compute default speaker embedding from audio",
+    "DEFAULT_SPEAKER_AUDIO_PATH does not exist",
+    "DEFAULT_SPEAKER_AUDIO_PATH was set, but torchaudio is unavailable",
+    "failed to compute silence-fallback speaker embedding",
+    "no default speaker embedding is available; falling back to speaker_mode=none",
+)
+VOICE_CHECKS = ("fail", "mark")
+
+
+def ecapa_location(params: dict[str, Any]) -> tuple[Path, str, str]:
+    """(cache root, model id, where the root comes from) as the demo worker will resolve them."""
+    env = (params.get("gateway") or {}).get("env") or {}
+    if env.get(ECAPA_ENV):
+        root, origin = str(env[ECAPA_ENV]), f"params.gateway.env.{ECAPA_ENV}"
+    elif os.environ.get(ECAPA_ENV):
+        root, origin = os.environ[ECAPA_ENV], f"{ECAPA_ENV} in the environment"
+    else:
+        root, origin = ECAPA_DEFAULT_ROOT, f"upstream's default ({ECAPA_ENV} unset)"
+    model_id = ECAPA_DEFAULT_ID
+    if params.get("checkpoint_dir"):  # the bundle's speaker encoder may name another SpeechBrain model
+        try:
+            cfg = json.loads((expand(params["checkpoint_dir"]) / "raon_runtime" / "config.json").read_text())
+            model_id = (cfg.get("speaker_encoder_config") or {}).get("pretrained_model_id") or model_id
+        except (OSError, ValueError, AttributeError):
+            pass
+    return expand(root), model_id, origin
+
+
+def ecapa_problem(params: dict[str, Any], model: str) -> tuple[str, str] | None:
+    """(what is missing, the fix) when the demo worker's speaker encoder is not on local disk; None if it is
+    or the voice does not need it (realtime variant, speaker_mode none)."""
+    if str(params.get("variant", DEFAULT_VARIANT)) != "demo" or str(params.get("speaker_mode", "default")) == "none":
+        return None
+    root, model_id, origin = ecapa_location(params)
+    folder = root / model_id.replace("/", "_")
+    done = Path(f"{folder}.done")
+    missing = [f for f in ECAPA_FILES if not (folder / f).is_file()] + ([done.name] if not done.exists() else [])
+    if not missing:
+        return None
+    return (f"model {model}: Raon's speaker encoder ({model_id}, SpeechBrain ECAPA) is not on local disk: {folder} "
+            f"(root from {origin}) lacks {', '.join(missing)}; the demo gateway would download it at run time, and "
+            "on a node without network run every session with no speaker, only logging it",
+            f"on a machine with network `huggingface-cli download {model_id} --local-dir {folder} && touch {done}`, "
+            f"then copy {root} to the GPU node, or point models.{model}.params.gateway.env.{ECAPA_ENV} at a shared "
+            "folder holding it (docs/models.md)")
+
+
+def starts_ray_head(params: dict[str, Any]) -> bool:
+    """Whether each worker's gateway command starts its own Ray head (the demo's launch_worker.py --role head)."""
+    argv = (params.get("gateway") or {}).get("command")
+    text = " ".join(str(a) for a in argv) if isinstance(argv, list) else ""
+    return str(params.get("variant", DEFAULT_VARIANT)) == "demo" and "launch_worker.py" in text and "worker-node" not in text
+
+
+def self_play_problem(config: dict[str, Any], model: str) -> tuple[str, str] | None:
+    """(why, the fix) when an enabled suite pairs ``model`` with itself while each worker starts a Ray head:
+    a self-play job puts both workers on one node, where two heads collide and ``ray stop`` ends both."""
+    if not starts_ray_head((config["models"][model].get("params") or {})):
+        return None
+    suites = [name for name, suite in (config.get("suites") or {}).items()
+              if suite.get("enabled", True) and model in suite.get("models", []) and not suite.get("cross_play_only", False)
+              and (not suite.get("only_with") or model in suite["only_with"])]
+    if not suites:
+        return None
+    return (f"suites {', '.join(suites)} self-play {model}, and each {model} worker starts its own Ray head "
+            "(params.gateway.command runs launch_worker.py --role head): two on one node collide and `ray stop` "
+            "ends both",
+            "start one demo gateway on the node by hand (FD_MAX_SESSIONS_PER_GPU=2 python3 launch_worker.py --role "
+            "head ... and launch_gateway.py --http, output to a log file), set models."
+            f"{model}.params.url to it and params.gateway_log to that log, and drop params.gateway; or set "
+            "cross_play_only: true on those suites (docs/models.md)")
+
+
+class GatewayLog:
+    """New complete lines of the gateway's log since the last read."""
+
+    def __init__(self, path: Path, offset: int = 0):
+        self.path, self.offset = path, offset
+        self._partial = b""
+
+    def new_lines(self) -> list[str]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        self.offset += len(data)
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        return [line.decode(errors="replace") for line in lines]
 
 
 def clean_text(delta: str) -> str | None:
@@ -270,6 +385,9 @@ class RaonAgent:
                 gateway_code(params, model)
             except InputError as exc:
                 problems.append(str(exc))
+        ecapa = ecapa_problem(params, model)
+        if ecapa:
+            problems.append(f"{ecapa[0]}; fix: {ecapa[1]}")
         if params.get("speaker_audio") and not expand(params["speaker_audio"]).is_file():
             problems.append(f"models.{model}.params.speaker_audio: {expand(params['speaker_audio'])} does not exist "
                             "(the demo ships data/raon.wav)")
@@ -297,6 +415,15 @@ class RaonAgent:
             raise InputError(f"models.{model_name}.params.speaker_mode = {self.speaker_mode!r}; use 'default' (the "
                              "pinned speaker) or 'none'; the gateways treat 'recorded' as 'default'")
         self.speak_first_for_opener = bool(params.get("speak_first_for_opener", True))
+        self.voice_check = str(params.get("voice_check", "fail"))
+        if self.voice_check not in VOICE_CHECKS:
+            raise InputError(f"models.{model_name}.params.voice_check = {self.voice_check!r}; use 'fail' (a voice the "
+                             "gateway did not apply fails the recording) or 'mark' (meta.json records it)")
+        # the demo's voice is per worker and only its log tells whether it was made (see the module docstring)
+        self.voice_watched = self.variant == "demo" and self.speaker_mode != "none"
+        self._voice_problem: str | None = None
+        self._voice_predicted = False  # the problem is ECAPA missing, until the gateway's own line replaces it
+        self._voice_log: GatewayLog | None = None
         check_gateway_command(params, model_name)
         self.code_info = gateway_code(params, model_name)
         if params.get("checkpoint_dir"):
@@ -329,8 +456,15 @@ class RaonAgent:
         if not spec:
             if "$port" in url:
                 raise InputError(f"models.{self.model_name}.params.url has $port but no gateway.command starts a gateway")
+            if self.params.get("gateway_log"):  # a gateway started by hand: its whole log is this gateway's
+                self._voice_log = GatewayLog(expand(self.params["gateway_log"]))
             self._wait_healthy(url, float(self.params.get("health_timeout_s", 30)))
             return url.rstrip("/")
+        ecapa = ecapa_problem(self.params, self.model_name) if self.voice_watched else None
+        if ecapa and self.voice_check == "fail":  # before a 20-minute model load that cannot give the voice
+            raise InputError(f"{ecapa[0]}; fix: {ecapa[1]}, or set models.{self.model_name}.params.voice_check: mark")
+        if ecapa:
+            self._voice_problem, self._voice_predicted = ecapa[0], True
         argv = spec["command"]
         port = int(spec.get("port") or 0) or free_port()
         visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
@@ -356,13 +490,17 @@ class RaonAgent:
         else:
             log = Path(tempfile.mkstemp(prefix=f"raon-gateway-{port}-", suffix=".log")[1])
         env = {k: fill(v) for k, v in (spec.get("env") or {}).items()}
+        if ECAPA_ENV in env:  # upstream makes the folder as given: a literal "~" would land in the checkout
+            env[ECAPA_ENV] = str(expand(env[ECAPA_ENV]))
         if self.variant == "demo" and self.speaker_audio:
-            # the demo's voice is per worker: worker/engine.py reads it once at start
+            # the demo's voice is per worker: worker/engine.py reads it once at start. No
+            # DEFAULT_SPEAKER_LABEL: upstream reports a label as the source even when nothing was embedded.
             env["DEFAULT_SPEAKER_AUDIO_PATH"] = self.speaker_audio
-            env.setdefault("DEFAULT_SPEAKER_LABEL", Path(self.speaker_audio).name)
         stop = [fill(a) for a in spec["stop_command"]] if spec.get("stop_command") else None
+        log_start = log.stat().st_size if log.exists() else 0  # the log may hold earlier gateways' lines
         self.gateway = GatewayProcess([fill(a) for a in argv], str(expand(fill(spec["cwd"]))) if spec.get("cwd") else None,
                                       env, log, stop)
+        self._voice_log = GatewayLog(log, log_start)
         url = fill(url).rstrip("/")
         try:
             self._wait_healthy(url, float(spec.get("startup_timeout_s", 1200)))
@@ -444,7 +582,36 @@ class RaonAgent:
         ws_path = str(reply.get("ws_path") or "/realtime/ws")
         return f"{self._ws_base()}{ws_path}?{urllib.parse.urlencode({'session_id': self._session_id})}"
 
+    def _scan_voice(self) -> None:
+        """Upstream's speaker-failure lines in the gateway log since the last look."""
+        if self._voice_log is None:
+            return
+        for line in self._voice_log.new_lines():
+            if (self._voice_problem is None or self._voice_predicted) and any(m in line for m in VOICE_FAILURES):
+                self._voice_problem, self._voice_predicted = f"the gateway log says: {line.strip()[:300]}", False
+
+    def _voice_failed(self, doing: str) -> AgentError:
+        return AgentError(f"Raon gateway is not applying the configured voice ({self._voice()}) while {doing}: "
+                          f"{self._voice_problem}; the session would run with another or no speaker. Put SpeechBrain's "
+                          f"ECAPA and the speaker wav where the gateway reads them (dyafdb plan --check names both), or "
+                          f"set models.{self.model_name}.params.voice_check: mark to record such sessions marked")
+
+    def _voice_facts(self) -> dict[str, Any]:
+        """What meta.json says about the voice: applied or not, and how the adapter knows."""
+        if not self.voice_watched:
+            return {}
+        if self._voice_problem:
+            return {"voice_applied": False, "voice_problem": self._voice_problem}
+        if self._voice_log is None:
+            return {"voice_applied": "unknown", "voice_evidence": "the gateway was started elsewhere and "
+                    "params.gateway_log is not set, so its speaker lines cannot be read"}
+        return {"voice_applied": True, "voice_evidence": (
+            "inferred: the speaker encoder's files are on local disk and the gateway log has no speaker-failure line "
+            "(upstream reports the speaker only in its log; its worker actors log WARNING and ERROR only)")}
+
     def _voice(self) -> str:
+        if self.voice_watched and self._voice_problem:
+            return "none (the gateway ran without the configured speaker: see extra.voice_problem)"
         if self.speaker_mode == "none":
             return "none (speaker_mode none: no speaker conditioning)"
         if self.speaker_audio and (self.variant == "realtime" or self.gateway is not None):
@@ -476,6 +643,14 @@ class RaonAgent:
         asked = self.speak_first_for_opener and session.is_opener
         speak_first = asked and self.spec["honours_speak_first"]
         prompt = string.Template(self.prompt_template).safe_substitute(prompt=session.prompt.strip())
+        if self.voice_watched:
+            self._scan_voice()
+            if self._voice_problem and self.voice_check == "fail":
+                raise self._voice_failed("opening the session")
+            if self._voice_log is None and self.voice_check == "fail":
+                raise InputError(f"models.{self.model_name}.params.gateway_log is not set: the adapter cannot tell whether "
+                                 "the gateway started by hand applies the voice (only its log says); set it to the file "
+                                 "launch_worker.py writes to, or set params.voice_check: mark")
         uri = self._start_session(session, prompt, asked)
         if self.variant == "demo":
             # The demo's worker closes a session after 15 s without audio (idle_timeout_seconds, counted
@@ -486,7 +661,7 @@ class RaonAgent:
         extra: dict[str, Any] = {
             "variant": self.variant, "session_id": self._session_id, "speak_first": speak_first,
             "speaker_mode": self.speaker_mode, "seed": "none: the gateway has no seed parameter",
-            "prompt_template": self.prompt_template, **self.code_info}
+            "prompt_template": self.prompt_template, **self.code_info, **self._voice_facts()}
         if asked and not speak_first:
             extra["speak_first_ignored"] = ("requested for the opener, but Raon-Speech demo/realtime's LocalRealtimeSession "
                                             "does not pass speak_first to the model: it listens first")
@@ -579,6 +754,10 @@ class RaonAgent:
                 self._audio_out = np.concatenate([self._audio_out, np.frombuffer(payload, dtype="<f4").astype(np.float32)])
                 break
             # READY, PONG and the SEQ_* traces carry nothing the recording needs
+        if self.voice_watched and (self._voice_problem is None or self._voice_predicted):
+            self._scan_voice()  # the per-session WARNING comes with create_session, forwarded with a delay
+            if self._voice_problem and self.voice_check == "fail":
+                raise self._voice_failed(doing)
         audio = np.zeros(FRAME_SAMPLES, dtype=np.float32)
         n = min(FRAME_SAMPLES, len(self._audio_out))
         audio[:n] = self._audio_out[:n]
@@ -625,6 +804,9 @@ class RaonAgent:
                 self._reader.join(timeout=5)
         report: dict[str, Any] = {"recoverable_errors": self._error_count,
                                   "gateway_errors": [[t, m] for t, m in self._errors]}
+        if self.voice_watched:
+            self._scan_voice()  # a failure seen only now is recorded: close cannot fail the recording
+            report.update(self._voice_facts())
         if self.variant == "realtime" and self._session_id:
             try:
                 finish = self._http("POST", f"{self.base_url}/realtime/session/finish", {"session_id": self._session_id},

@@ -140,8 +140,27 @@ def model_checks(config: Mapping[str, Any], models: Iterable[str]) -> list[Check
             except InputError as exc:
                 out.append(Check(f"model {model} weights", False, str(exc).split(". ")[0],
                                  str(exc).split(". ", 1)[1] if ". " in str(exc) else "see docs/models.md"))
+        if spec.get("adapter") == "raon":
+            out += _raon_checks(config, model, params)
         if not config["bridge"].get("in_process"):
             out.append(_worker_check(model, spec))
+    return out
+
+
+def _raon_checks(config: Mapping[str, Any], model: str, params: Mapping[str, Any]) -> list[Check]:
+    """Raon's voice encoder on local disk (else the demo gateway runs with no speaker offline), and no
+    self-play that would start two Ray heads on one node (issue 28, items 3 and 4)."""
+    from dyafdb.agents.raon import ecapa_location, ecapa_problem, self_play_problem
+
+    out = []
+    if str(params.get("variant", "demo")) == "demo" and str(params.get("speaker_mode", "default")) != "none":
+        problem = ecapa_problem(dict(params), model)
+        root, model_id, _ = ecapa_location(dict(params))
+        out.append(Check(f"model {model} voice", problem is None, problem[0] if problem else
+                         f"speaker encoder {model_id} in {root / model_id.replace('/', '_')}", problem[1] if problem else ""))
+    problem = self_play_problem(dict(config), model)
+    out.append(Check(f"model {model} self-play", problem is None, problem[0] if problem else
+                     "no self-play starts two Ray heads on one node", problem[1] if problem else ""))
     return out
 
 
