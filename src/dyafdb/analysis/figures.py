@@ -240,6 +240,11 @@ def action_success_figure(table: pd.DataFrame, settings: Settings):
             ax.annotate(settings.label(r["model"]), (r["p_action"], r["p_success_given_action"]), fontsize=7,
                         xytext=(4, 3), textcoords="offset points")
         action, success = s["action"].iloc[0], s["success"].iloc[0]
+        why = _action_panel_why(s, action, success, settings)
+        if why:
+            add_note(fig, f"{task}: {why}")
+            ax.text(0.5, 0.5, why, transform=ax.transAxes, ha="center", va="center", fontsize=7, color="#a05a00",
+                    wrap=True, bbox={"facecolor": "white", "alpha": 0.9, "lw": 0})
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.05)
         ax.set_xlabel(f"p({action})")
@@ -247,6 +252,18 @@ def action_success_figure(table: pd.DataFrame, settings: Settings):
         ax.set_title(task)
     fig.tight_layout()
     return fig
+
+
+def _action_panel_why(s: pd.DataFrame, action: str, success: str, settings: Settings) -> str:
+    """Why a Figure 4 panel shows no point (or not every model's), in one line; "" when all are drawn."""
+    drawn = s["p_action"].notna() & s["p_success_given_action"].notna()
+    if drawn.all():
+        return ""
+    runs, acts = int(s["runs"].sum()), int(s["actions"].sum())
+    if not drawn.any():
+        return f"no run {action} ({acts} of {runs} runs): p({success} | {action}) has no value"
+    missing = ", ".join(settings.label(m) for m in s.loc[~drawn, "model"])
+    return f"not drawn: {missing} (no run {action})"
 
 
 @figure("fig5_windows", tables=("windows",), title="Figure 5: conversation time window", category="Time windows",

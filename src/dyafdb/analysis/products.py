@@ -374,7 +374,7 @@ def text_pairing_product(config: dict, root: Path, runs_paths: list[Path], text_
                          out: Path, html: Path | None, judge: str | None = None) -> pd.DataFrame:
     """Table 9: the speech models' task scores (per-run tables) beside the text-only pairing's
     (its measures tables, written by ``dyafdb text-pairing score``)."""
-    from dyafdb.analysis.tables import table9
+    from dyafdb.analysis.tables import table9, table9_gaps
     from dyafdb.text_pairing.pairing import main_judge_name, text_settings
 
     speech = read_runs(runs_paths)
@@ -395,8 +395,9 @@ def text_pairing_product(config: dict, root: Path, runs_paths: list[Path], text_
     if html:
         write_text_atomic(html, render.frame_html(
             table.drop(columns=["model"]), "Task performance of the text-only pairing", settings,
-            note="speech rows average each model over its pairings; text rows come from their one pairing; "
-                 "T2 is a team score; T3-2 is the presser's agreement rate",
+            note=_notes("speech rows average each model over its pairings; text rows come from their one pairing; "
+                        "T2 is a team score; T3-2 is the presser's agreement rate",
+                        *(f"– {g}" for g in table9_gaps(table, speech, text))),
             empty=(f"no archetype of the text pairing ({', '.join(ts.archetypes)}) in this config's suite: "
                    "nothing to compare" if not text_measures else "no judged run at the main window, spoken or in text")))
     return table

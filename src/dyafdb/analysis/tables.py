@@ -352,3 +352,27 @@ def table9(speech_runs: pd.DataFrame, text_runs: pd.DataFrame | None, speech_lab
             rows.append({"model": m, "label": label.label(m) if hasattr(label, "label") else label.get(m, m), "kind": kind,
                          **{col: float(s.get(m, float("nan"))) for col, s in per_task.items()}})
     return pd.DataFrame(rows, columns=["model", "label", "kind", *[c for c, _, _ in TABLE9]])
+
+
+def table9_gaps(table: pd.DataFrame, speech_runs: pd.DataFrame | None, text_runs: pd.DataFrame | None) -> list[str]:
+    """Why each dash of Table 9 is a dash, one line per empty cell ("<label>, <column>: <why>"): the
+    model has no run of the task, plays only the side the column does not read, or its runs have
+    no value (the judge answers left out, and why)."""
+    from dyafdb.analysis.answers import runs_tally, tally_text
+
+    out = []
+    for _, row in table.iterrows():
+        runs = text_runs if row["kind"] == "text" else speech_runs
+        for col, task, indicator in TABLE9:
+            if pd.notna(row.get(col)):
+                continue
+            mine = runs[(runs["task"] == task) & (runs[C.MODEL] == row["model"])] if runs is not None and len(runs) else None
+            if mine is None or mine.empty:
+                why = f"no {task} run"
+            elif task in C.REPORTED_SIDE_ONLY and not (mine[C.SIDE] == "a").any():
+                read, held = C.SIDE_ROLES[task]
+                why = f"plays only the {held} (side b); the column reads the {read}'s side"
+            else:
+                why = f"{len(mine)} runs, none with a value ({tally_text(runs_tally(mine))})"
+            out.append(f"{row['label']}, {col}: {why}")
+    return out
