@@ -89,6 +89,26 @@ TURN_TAKING_LABELS = {m.name: m.label for m in _TT_METRICS}
 HEALTH = tuple(m.name for m in _HEALTH_METRICS)
 HEALTH_LABELS = {m.name: m.label for m in _HEALTH_METRICS}
 HEALTH_SCALES = {m.name: m.scale for m in _HEALTH_METRICS}
+# One spelling of every measure a reader sees (report, figures, viewer): the label its stage declares.
+MEASURE_LABELS = {**TURN_TAKING_LABELS, **HEALTH_LABELS}
+
+
+def measure_label(measure: str) -> str:
+    """The display name of a measure (TOR_pause, DNSMOS OVRL); the name itself where none is declared."""
+    return MEASURE_LABELS.get(measure, measure)
+
+
+def colour_range(measure: str) -> tuple[float, float] | None:
+    """A measure's fixed colour scale, so panels of one measure read alike: (1, 5) for a 1-5 score
+    (DNSMOS), (0, 1) for a share; None where the range is the data's (counts, seconds)."""
+    scale = HEALTH_SCALES.get(measure, "")
+    if scale.startswith("1-5"):
+        return 1.0, 5.0
+    if scale.startswith("-1 to 1"):
+        return -1.0, 1.0
+    if measure in TASK_TITLES or measure in ("tor_pause", "tor_end", "barge_in") or "share" in scale or scale.startswith("0-1"):
+        return 0.0, 1.0
+    return None
 
 # --- archetypes -----------------------------------------------------------------------------------
 MAIN_TASKS = ("T1-1", "T1-2", "T2", "T3-1", "T3-2", "T4-1", "T4-2")

@@ -149,10 +149,11 @@ def matrices_figure(matrices: list[Matrix], settings: Settings, center: float | 
         annot = values.map(fmt)
         for (r, c) in m.pinned:
             annot.loc[settings.label(r), settings.label(c)] = f"({fmt(values.loc[settings.label(r), settings.label(c)])})"
-        finite = values.to_numpy()[np.isfinite(values.to_numpy())]
-        vmax = 1.0 if finite.size == 0 or finite.max() <= 1.0 else float(finite.max())
-        sns.heatmap(values, ax=ax, annot=annot, fmt="", vmin=0, vmax=vmax, cmap="viridis", cbar=False,
-                    linewidths=0.5, annot_kws={"fontsize": 8})
+        vmin, vmax = panel_range(m, values)
+        # the measure's own fixed scale and a colour bar: two panels of one measure read alike, and
+        # 3.10 beside 3.28 on a 1-5 score no longer spans the whole palette
+        sns.heatmap(values, ax=ax, annot=annot, fmt="", vmin=vmin, vmax=vmax, cmap="viridis", cbar=True,
+                    cbar_kws={"shrink": 0.8}, linewidths=0.5, annot_kws={"fontsize": 8})
         ax.set_title(m.title, fontsize=8)
         ax.set_xlabel("partner")
         ax.set_ylabel("model")
@@ -162,6 +163,16 @@ def matrices_figure(matrices: list[Matrix], settings: Settings, center: float | 
             ax.text(0.5, -0.32, why, transform=ax.transAxes, ha="center", va="top", fontsize=6, color="#a05a00", wrap=True)
     fig.tight_layout()
     return fig
+
+
+def panel_range(m: Matrix, values: pd.DataFrame) -> tuple[float, float]:
+    """A heatmap panel's colour scale: its measure's fixed range (columns.colour_range), else 0 to the
+    largest value (counts, seconds)."""
+    fixed = C.colour_range(m.name.removeprefix("health_"))
+    if fixed is not None:
+        return fixed
+    finite = values.to_numpy(float)[np.isfinite(values.to_numpy(float))]
+    return 0.0, (float(finite.max()) if finite.size and finite.max() > 0 else 1.0)
 
 
 def _panel_why(m: Matrix, values: pd.DataFrame) -> str:

@@ -114,6 +114,9 @@ def build_report(tables: Sequence[Path], figures: Sequence[Path], settings: Sett
     toc = []
     sections = []
     shown: dict[Path, str] = {}
+    # a table or figure named twice among the inputs is one section, listed once in the contents
+    tables = list(dict.fromkeys(Path(t) for t in tables))
+    figures = list(dict.fromkeys(Path(f) for f in figures))
     for i, path in enumerate(tables):
         path = Path(path)
         anchor = f"t{i}"

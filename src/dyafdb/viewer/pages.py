@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from dyafdb.viewer.layout import CONVERSATION_ROOT
 from dyafdb.analysis.answers import AnswerPolicy
+from dyafdb.analysis.columns import measure_label
 from dyafdb.viewer.summary import MECHANICAL_ORDER, fmt, show, withheld
 
 ASSET_FILES = ("viewer.css", "player.js", "cellfilter.js", "index.js", "annotate.js")
@@ -187,7 +188,7 @@ def measures_card(measures: Mapping[str, Any] | None, speakers: Mapping[str, str
     names = [m for m in MECHANICAL_ORDER if any(m in values.get(s, {}) for s in "ab")]
     names += sorted({m for s in "ab" for m in values.get(s, {})} - set(names))
     rows = "".join(
-        f'<tr><th>{h(m)}</th>' + "".join(f'<td>{h(show(m, values.get(s, {}).get(m), None))}</td>' for s in "ab") + "</tr>"
+        f'<tr><th>{h(measure_label(m))}</th>' + "".join(f'<td>{h(show(m, values.get(s, {}).get(m), None))}</td>' for s in "ab") + "</tr>"
         for m in names)
     head = "".join(f'<th class="spk-{speakers[s]}">side {s} · Speaker {speakers[s]}</th>' for s in "ab")
     leak = measures.get("leak") or {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from dyafdb.analysis.answers import AnswerPolicy, policy_of
+from dyafdb.analysis.columns import measure_label
 from dyafdb.analysis.numbers import fmt as report_fmt
 from dyafdb.score.health import MEASURES as HEALTH_MEASURES
 from dyafdb.viewer.layout import conversation_page
@@ -93,7 +94,7 @@ def show(measure: str, value: Any, label: str | None) -> str:
 def catalog_entry(key: str) -> dict[str, str]:
     measure, side, judge = key.split("|")
     return {"key": key, "measure": measure, "side": side, "judge": judge,
-            "label": f"{measure} · side {side}" + (f" · {judge}" if judge else "")}
+            "label": f"{measure_label(measure)} · side {side}" + (f" · {judge}" if judge else "")}
 
 
 def headline(archetype: str, values: Mapping[str, Any], labels: Mapping[str, str], judges: Sequence[str]) -> list[dict[str, str]]:
