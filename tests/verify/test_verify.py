@@ -250,3 +250,17 @@ def test_the_judge_refuses_a_transcript_of_another_recording(project, capsys, mo
     assert _cli(project, "judge", "--archetype", "T1-1", "--question", "role_adherence") == 2
     err = capsys.readouterr().err
     assert "field provenance.recording" in err and mine in err and "Traceback" not in err
+
+
+def test_a_judge_batch_answering_one_seat_twice_is_named_and_one_per_side_is_not(project, capsys):
+    batch = Path(results_at(project).judge_output("main", "T1-1", "role_adherence"))
+    batch.parent.mkdir(parents=True)
+    cid = pair(project)[0]
+    per_side = [{"conversation_id": cid, "seat": s, "question": "role_adherence", "label": "yes"} for s in "ab"]
+    batch.write_text("".join(json.dumps(r) + "\n" for r in per_side))  # T1-1 asks once per side: no problem
+    code, report = verify_json(project, capsys)
+    assert code == 0, report
+    batch.write_text("".join(json.dumps(r) + "\n" for r in per_side + per_side[:1]))
+    code, report = verify_json(project, capsys)
+    assert code == 1 and any(f"line 3 answers conversation {cid} seat a again" in p["message"]
+                             for p in report["problems"]["rows"])

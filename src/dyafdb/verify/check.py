@@ -260,9 +260,9 @@ def check_judge_batches(results: Results, report: Report) -> None:
                         report.add("truncated", path, f"line {n} is not JSON ({exc}); fix: delete the file and rerun "
                                    "Snakemake (cached replies are reused)")
                         break
-                    seat = (rec.get("conversation_id"), rec.get("side"), rec.get("question"))
+                    seat = (rec.get("conversation_id"), rec.get("seat"), rec.get("question"))
                     if seat in seats:
-                        report.add("rows", path, f"line {n} answers conversation {seat[0]} side {seat[1]} again (line "
+                        report.add("rows", path, f"line {n} answers conversation {seat[0]} seat {seat[1]} again (line "
                                    f"{seats[seat]}); fix: delete the file and rerun Snakemake")
                     seats[seat] = n
         except (OSError, UnicodeDecodeError) as exc:
