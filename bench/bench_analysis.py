@@ -11,6 +11,7 @@ workflow runs it: one `dyafdb` process per rule, two at a time (as `snakemake -j
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import resource
 import subprocess
@@ -29,6 +30,7 @@ import synthetic_analysis as S
 from dyafdb.analysis.columns import MAIN_TASKS, TURN_TAKING
 from dyafdb.analysis.report import build_report
 from dyafdb.analysis.settings import from_config
+from dyafdb.config import validate_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -85,7 +87,8 @@ def in_process(work: Path, cfg: dict) -> dict[str, float]:
 
     step("figures (7, PNG+PDF)", figs)
     step("report", lambda: build_report(sorted(t.glob("*.html")), sorted((work / "fig").glob("*.png")), settings,
-                                        work / "report.html", REPO / "workflow" / "report"))
+                                        work / "report.html", REPO / "workflow" / "report",
+                                        config=validate_config(copy.deepcopy(cfg), "bench")))  # captions read it
     return times
 
 
