@@ -24,7 +24,7 @@ TOP = ("commands", "cli", "__main__")
 
 
 def _layer(module: str) -> str:
-    """'dyafdb.score.plan' -> 'score'; names outside the package -> ''."""
+    """'dyafdb.score.inputs' -> 'score'; names outside the package -> ''."""
     parts = module.split(".")
     if parts[0] != "dyafdb":
         return ""

@@ -229,7 +229,7 @@ def test_a_missing_whisper_names_the_fix_including_health_asr(tmp_path):
 
 def test_a_health_or_whisper_setting_change_rescores(tmp_path):
     from dyafdb.config import validate_config
-    from dyafdb.score.plan import ScoringPlan
+    from dyafdb.score.inputs import ScoringPlan
     from scoring_fixtures import write_project
 
     config = write_project(tmp_path, ["T1-1"])

@@ -2,7 +2,7 @@
 # judge.prompts_dir reruns only that question's jobs (and what reads them); replies are cached on
 # disk, so a batch rerun because one transcript changed asks only about that conversation.
 
-from dyafdb.judge.plan import JudgePlan
+from dyafdb.judge.inputs import JudgePlan
 
 JUDGING = JudgePlan(config, CONVERSATIONS, RESULTS)
 

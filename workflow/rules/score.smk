@@ -2,7 +2,7 @@
 # job) that writes each stage's own file: VAD segments, the anonymised transcript, and the
 # turn-taking / occupancy / leak measures. Each stage also runs alone: dyafdb score segments | transcript | mechanical.
 from dyafdb.paths import CONVERSATION_IN_SHARD, SHARD_PATTERN
-from dyafdb.score.plan import ScoringPlan
+from dyafdb.score.inputs import ScoringPlan
 
 SCORING = ScoringPlan(config, CONVERSATIONS, RESULTS)
 

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from dyafdb.analysis import columns as C
 from dyafdb.analysis import registry
-from dyafdb.judge.plan import JudgePlan
+from dyafdb.judge.inputs import JudgePlan
 from dyafdb.paths import Results
 
 

@@ -1,7 +1,7 @@
 """What the score rules (workflow/rules/score.smk) plan: inputs and params.
 
 Kept out of the rules file so it holds rules only; everything here is cheap, since it runs while
-Snakemake plans (7,560 conversations in the paper's suite). The judge's part is dyafdb.judge.plan.
+Snakemake plans (7,560 conversations in the paper's suite). The judge's part is dyafdb.judge.inputs.
 """
 
 from __future__ import annotations
