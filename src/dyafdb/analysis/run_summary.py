@@ -315,6 +315,14 @@ def headline_cell(row: Mapping[str, str]) -> str:
     return " ".join(x for x in (fmt(value), bounds, f"n={n}") if x)
 
 
+def _board_cell(row: Mapping[str, str], col: str) -> str:
+    """A leaderboard cell as summary.md prints it: the anchor's rating is pinned, not estimated, so it says so."""
+    text = row.get(col, "") or ""
+    if col == "model" and str(row.get("anchor", "")).lower() == "true":
+        return f"{text} (anchor, pinned)"
+    return text
+
+
 def _first_partner(row: Mapping[str, str]) -> str:
     return next((k[2:] for k in row if k.startswith("n:")), "")
 
@@ -365,9 +373,11 @@ def summary_markdown(config: Mapping[str, Any], root: Path, rows: Sequence[Conve
     lines += ["", "## Leaderboard", ""]
     rated = [r for r in board if r.get("rating")]
     if rated:
-        cols = [c for c in ("rank", "model", "rating", "lower", "upper", "battles") if c in board[0]]
+        # the leaderboard's own columns, so the summary carries its ties and "not separable" too
+        cols = [c for c in ("rank", "model", "rating", "lower", "upper", "battles", "decisive", "ties", "separable")
+                if c in board[0]]
         lines += ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
-        lines += ["| " + " | ".join(r.get(c, "") for c in cols) + " |" for r in board]
+        lines += ["| " + " | ".join(_board_cell(r, c) for c in cols) + " |" for r in board]
     elif board:
         # A config without a contested archetype has a board with no rating: say so, not "same rating".
         from dyafdb.analysis.columns import NO_BATTLES
