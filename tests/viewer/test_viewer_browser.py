@@ -360,3 +360,53 @@ def test_time_questions_take_the_speakers_line_at_the_cursor(demo, page):
     page.keyboard.press("t")
     assert question.locator("button.opt.chosen").get_attribute("data-value") == f"{start:.2f}"
     assert page.evaluate("window.DyafdbAnnotate.answers()")[str(i)] == f"{start:.2f}"
+
+
+def test_each_channel_mutes_and_solos_and_playback_goes_on(demo, page):
+    """Mute and solo act on the stereo file's channels (0 = side a): the gains player.js sets, the
+    buttons' pressed state and the dimmed track follow every press, and the audio keeps playing."""
+    root, config, site = demo
+    cid = conversation_with_overlap(root, site)
+    page.goto(url(site, conversation_page(cid)))
+    assert page.evaluate("window.DyafdbPlayer.levels()") is None  # no graph until someone mutes
+    side_of_a = page.locator(".tl-label.spk-A .chan").get_attribute("data-channel")
+    a, b = int(side_of_a), 1 - int(side_of_a)
+    page.click("#play")
+    page.click(f".tl-label.spk-A button.mute")
+    levels = page.evaluate("window.DyafdbPlayer.levels()")
+    assert levels[a] == 0 and levels[b] == 1
+    assert page.get_attribute(".tl-label.spk-A button.mute", "aria-pressed") == "true"
+    assert "silent" in page.locator(".track.spk-A").get_attribute("class")
+    page.click(f".tl-label.spk-A button.solo")  # solo beats mute: only A is heard
+    levels = page.evaluate("window.DyafdbPlayer.levels()")
+    assert levels[a] == 1 and levels[b] == 0
+    assert "silent" in page.locator(".track.spk-B").get_attribute("class")
+    page.click(f".tl-label.spk-B button.solo")  # solo moves to B
+    assert page.evaluate("window.DyafdbPlayer.levels()")[a] == 0
+    page.click(f".tl-label.spk-B button.solo")  # solo off: back to A muted, B heard
+    levels = page.evaluate("window.DyafdbPlayer.levels()")
+    assert levels[a] == 0 and levels[b] == 1
+    page.click(f".tl-label.spk-A button.mute")
+    assert page.evaluate("window.DyafdbPlayer.levels()") == [1, 1]
+    page.wait_for_function("document.getElementById('audio').currentTime > 0.5", timeout=10_000)
+
+
+def test_the_index_task_column_is_not_clipped(demo, page):
+    """The task-measure column sits wholly inside the table's card, at the test viewport and a narrow one,
+    its measure names as the report spells them."""
+    from dyafdb.analysis.columns import measure_label
+
+    root, config, site = demo
+    for width in (1400, 1280):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(url(site, "index.html"))
+        cells = page.locator("#rows td.task")
+        assert cells.count() == 24
+        card = page.locator(".table-card").bounding_box()
+        for i in range(cells.count()):
+            cell = cells.nth(i)
+            box = cell.bounding_box()
+            assert box["x"] + box["width"] <= card["x"] + card["width"] + 1, (width, i)
+            assert cell.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), (width, i)
+    names = set(page.locator("#rows td.task .m").all_inner_texts())
+    assert names and names <= {measure_label(m) for m in ("role_adherence", "landed_option", "won")}

@@ -42,7 +42,8 @@ def player_data(src: Sources, media: Media, audio_href: str, config: Mapping[str
     rows = []
     for letter in ("A", "B"):
         side = side_of[letter]
-        row: dict[str, Any] = {"speaker": letter, "peaks": media.peaks[side]}
+        # the file's channel for mute/solo: blind pages need it too, and it names no model
+        row: dict[str, Any] = {"speaker": letter, "peaks": media.peaks[side], "audio_channel": 0 if side == "a" else 1}
         if not blind:
             role = src.row.role_of(side)
             model = src.row.model_of(side)

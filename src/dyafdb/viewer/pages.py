@@ -59,6 +59,18 @@ def full_nav(prefix: str, annotation: bool) -> str:
     return "<nav>" + "".join(links) + "</nav>"
 
 
+def seat_label(side: str, speakers: Mapping[str, str]) -> str:
+    """How every part of a conversation page names a seat: its speaker letter first (A spoke first),
+    then its side. One function, so the chips, timeline, measures, judge answers and what Whisper heard
+    cannot name the same seat in two orders."""
+    return f"Speaker {speakers[side]} · side {side}"
+
+
+def seats(speakers: Mapping[str, str]) -> list[str]:
+    """The sides in speaker order (A first), the order every per-seat list on a page follows."""
+    return sorted("ab", key=lambda side: speakers[side])
+
+
 def pct(t: float, duration: float) -> str:
     return f"{100.0 * max(0.0, min(t, duration)) / duration:.3f}%" if duration > 0 else "0%"
 
@@ -78,11 +90,11 @@ def timeline(player: Mapping[str, Any], blind: bool) -> str:
     for i, row in enumerate(player["rows"]):
         spk = row["speaker"]
         if blind:
-            labels.append(f'<div class="tl-label spk-{spk}"><b>Speaker {spk}</b></div>')
+            labels.append(f'<div class="tl-label spk-{spk}"><b>Speaker {spk}</b>{channel_buttons(row, spk)}</div>')
         else:
             opener = " · opener" if row["opener"] else ""
             labels.append(
-                f'<div class="tl-label spk-{spk}"><b>Speaker {spk}</b>'
+                f'<div class="tl-label spk-{spk}"><b>Speaker {spk}</b>{channel_buttons(row, spk)}'
                 f'<small>side {h(row["side"])} · {h(row["channel"])} · {h(row["role"])}{opener}</small>'
                 f'<small class="model">{h(row["model_label"])}</small></div>')
         parts = [f'<canvas class="wave" data-row="{i}"></canvas>']
@@ -118,6 +130,16 @@ def timeline(player: Mapping[str, Any], blind: bool) -> str:
         f'<div class="axis">{"".join(ticks)}</div><div class="hover" id="hover"><span></span></div>'
         f'<div class="cursor" id="cursor"></div></div></div>{missing}'
     )
+
+
+def channel_buttons(row: Mapping[str, Any], spk: str) -> str:
+    """Mute and solo for one speaker's channel of the stereo file (player.js routes the channels)."""
+    channel = row["audio_channel"]
+    return (f'<span class="chan" data-channel="{channel}">'
+            f'<button type="button" class="btn-chan mute" data-channel="{channel}" aria-pressed="false" '
+            f'title="mute Speaker {spk}">mute</button>'
+            f'<button type="button" class="btn-chan solo" data-channel="{channel}" aria-pressed="false" '
+            f'title="hear only Speaker {spk}">solo</button></span>')
 
 
 def legend(blind: bool) -> str:
@@ -171,7 +193,7 @@ def scenario_card(prompts: Mapping[str, Any], blind: bool) -> str:
     sides = []
     for s in prompts["sides"]:
         who = f'Speaker {s["speaker"]}'
-        detail = f'{h(s["role"])}' + (f' · side {h(s["side"])} · {h(s["model"])}' if not blind else "")
+        detail = f'{h(s["role"])}' + (f' · side {h(s["side"])} · {h(s["model"])}' if not blind else "")  # speaker is the heading
         opener = f'<p class="opener-line">{h(s["opener_line"])}</p>' if s["opener_line"] else ""
         sides.append(f'<div class="prompt spk-{s["speaker"]}"><h3>{who} <small>{detail}</small></h3>'
                      f'<p>{h(s["prompt"])}</p>{opener}</div>')
@@ -187,10 +209,11 @@ def measures_card(measures: Mapping[str, Any] | None, speakers: Mapping[str, str
     values = measures.get("values") or {}
     names = [m for m in MECHANICAL_ORDER if any(m in values.get(s, {}) for s in "ab")]
     names += sorted({m for s in "ab" for m in values.get(s, {})} - set(names))
+    order = seats(speakers)
     rows = "".join(
-        f'<tr><th>{h(measure_label(m))}</th>' + "".join(f'<td>{h(show(m, values.get(s, {}).get(m), None))}</td>' for s in "ab") + "</tr>"
+        f'<tr><th>{h(measure_label(m))}</th>' + "".join(f'<td>{h(show(m, values.get(s, {}).get(m), None))}</td>' for s in order) + "</tr>"
         for m in names)
-    head = "".join(f'<th class="spk-{speakers[s]}">side {s} · Speaker {speakers[s]}</th>' for s in "ab")
+    head = "".join(f'<th class="spk-{speakers[s]}">{h(seat_label(s, speakers))}</th>' for s in order)
     leak = measures.get("leak") or {}
     extra = ""
     if leak.get("leaked"):
@@ -205,12 +228,12 @@ def heard_html(health: Mapping[str, Any] | None, speakers: Mapping[str, str]) ->
     """What Whisper heard on each side (the speech-text agreement compares it with the text channel)."""
     detail = (health or {}).get("detail") or {}
     items = []
-    for s in "ab":
+    for s in seats(speakers):
         heard = (detail.get(s) or {}).get("transcript")
         if heard and heard.get("source") != "none":
             # "garble" only in measures scored before 92e6027, which reused the watcher's transcripts
             source = "the garble watcher's transcript" if heard.get("source") == "garble" else "Whisper on its speech"
-            items.append(f'<li class="spk-{speakers[s]}">side {s} · Speaker {speakers[s]} ({h(source)}): '
+            items.append(f'<li class="spk-{speakers[s]}">{h(seat_label(s, speakers))} ({h(source)}): '
                          f'“{h(heard.get("asr") or "")}”</li>')
     if not items:
         return ""
@@ -232,7 +255,7 @@ def _fields(rec: Mapping[str, Any]) -> str:
 def _verdict(r: Mapping[str, Any], speakers: Mapping[str, str], policy: AnswerPolicy | None = None) -> str:
     """One judge record: question, seat, label, the rows it produced, every raw reply."""
     seat = r.get("seat")
-    who = f"side {seat} · Speaker {speakers[seat]}" if seat else "the pair"
+    who = seat_label(seat, speakers) if seat else "the pair"
     status = "" if r.get("valid", True) else ' <span class="chip bad">invalid</span>'
     failed = r.get("checks") or []
     if failed:  # the answer failed a judge check: its values are withheld and the reason shown
@@ -270,15 +293,72 @@ def judges_card(judges: Sequence[str], records: Sequence[Mapping[str, Any]], spe
     return f'<section class="card judges"><h2>Judge answers</h2>{"".join(blocks)}</section>'
 
 
+def _pass_text(p: Mapping[str, Any] | None, name: str) -> str:
+    if not p:
+        return ""
+    share = p.get("share")
+    return f"{name} {'no words to compare' if share is None else fmt(float(share)) + ' of the words heard'} ({fmt(p.get('seconds'))} s)"
+
+
+def garble_html(kept: Mapping[str, Any] | None, report: Mapping[str, Any] | None,
+                speakers: Mapping[str, str]) -> tuple[str, str]:
+    """(chip, history) for the garble watcher's verdict: the chip says which attempt was kept and why,
+    the history lists every attempt with each checked side's word share. ``kept`` is meta.json's
+    ``garble`` (it decides), ``report`` garble.json (the detail, absent when lost)."""
+    kept = dict(kept or {})
+    report = report or {}
+    status = kept.get("status") or report.get("status")
+    if status in (None, "not_checked"):
+        return "", ""
+    attempts = list(report.get("attempts") or [])
+    accepted = kept.get("accepted_attempt", report.get("accepted_attempt"))
+    checked = kept.get("checked_sides") or report.get("checked_sides") or []
+    failed = kept.get("failed_sides") or []
+    first = attempts[0]["attempt"] if attempts else 1
+    rerecorded = bool(accepted and accepted > first) or len(attempts) > 1
+    names = ", ".join(seat_label(s, speakers) for s in checked)
+    if status == "failed":
+        chip = (f"garble check failed on {', '.join(seat_label(s, speakers) for s in failed)} after "
+                f"{len(attempts) or accepted} attempts; attempt {accepted} kept")
+    elif rerecorded:
+        chip = f"re-recorded: attempt {accepted} kept ({len(attempts) or accepted} attempts, earlier ones garbled)"
+    else:
+        chip = f"garble check: ok on the first attempt ({names})"
+    if not rerecorded and status != "failed":
+        return chip, ""
+    items = []
+    for a in attempts:
+        sides = a.get("sides") or {}
+        why = "; ".join(
+            f"{seat_label(s, speakers)}: " + ", ".join(x for x in (_pass_text(r.get("first_pass"), "first pass"),
+                                                                  _pass_text(r.get("full_pass"), "whole recording")) if x)
+            + (" — garbled" if r.get("flagged") else " — clear")
+            for s, r in sorted(sides.items(), key=lambda kv: speakers[kv[0]]))
+        fate = "kept" if a.get("attempt") == accepted else "rejected"
+        items.append(f'<li class="attempt {fate}"><b>attempt {h(a.get("attempt"))}</b> ({fate}, '
+                     f'{"garbled" if a.get("flagged") else "clear"}): {h(why)}</li>')
+    if not items:
+        items.append(f"<li>garble.json is missing: only the verdict in meta.json is known (attempt {h(accepted)} kept)</li>")
+    history = (f'<details class="card garble" id="garble" open><summary>Recording attempts: {h(chip)}</summary>'
+               f'<p class="note">The garble watcher compares what Whisper hears on each checked side ({h(names)}) with '
+               f'the words the model meant to say; a side with too small a share is garbled and the conversation '
+               f'is recorded again.</p><ul>{"".join(items)}</ul></details>')
+    return chip, history
+
+
 def conversation_page(*, row: Any, meta: Mapping[str, Any], player: Mapping[str, Any], prompts: Mapping[str, Any],
                       measures: Mapping[str, Any] | None, judges: Sequence[str], records: Sequence[Mapping[str, Any]],
                       garble: Mapping[str, Any] | None, speakers: Mapping[str, str], annotation: bool,
                       demo_quality: bool, policy: AnswerPolicy | None = None) -> str:
-    chips = [row.archetype, f"pairing {row.pairing}", f"{row.play}-play", f"opener: side {row.opener} ({row.opener_model})",
+    model_of = {"a": row.model_a, "b": row.model_b}
+    # the pairing as the rest of the page names its seats (speaker order), not as the id spells it (a, b)
+    chips = [row.archetype, *(f"{seat_label(s, speakers)}: {model_of[s]}" for s in seats(speakers)), f"{row.play}-play",
+             f"opener: {seat_label(row.opener, speakers)}",
              f"rep {row.repetition}", f"window {row.window_s:g} s", f"{clock(player['duration_s'])} recorded",
              f"end: {meta.get('end_reason', '?')}"]
-    if garble and garble.get("status") not in (None, "not_checked"):
-        chips.append(f"garble check: {garble['status']}")
+    verdict, history = garble_html(meta.get("garble"), garble, speakers)
+    if verdict:
+        chips.append(verdict)
     chip_html = "".join(f'<span class="chip">{h(c)}</span>' for c in chips)
     if demo_quality:
         chip_html += '<span class="chip warn">demo quality</span>'
@@ -286,7 +366,7 @@ def conversation_page(*, row: Any, meta: Mapping[str, Any], player: Mapping[str,
         f'<div class="crumbs"><a href="{CONVERSATION_ROOT}index.html">All conversations</a> › {h(row.archetype)} › '
         f'<span class="cid">{h(row.conversation_id)}</span></div>'
         f'<h1>{h(prompts["title"])}</h1><div class="chips">{chip_html}</div>'
-        f'{player_card(player, blind=False)}'
+        f'{history}{player_card(player, blind=False)}'
         f'<div class="grid2">{transcript_card(player)}{scenario_card(prompts, blind=False)}</div>'
         f'<div class="grid2">{measures_card(measures, speakers)}{judges_card(judges, records, speakers, policy)}</div>'
         f'<details class="card meta"><summary>Recording metadata (meta.json)</summary>'

@@ -107,7 +107,8 @@ def headline(archetype: str, values: Mapping[str, Any], labels: Mapping[str, str
             if key is None:
                 continue
             shown = show(measure, values.get(key), labels.get(key))
-            out.append({"measure": measure, "side": side, "judge": key.split("|")[2], "text": shown})
+            out.append({"measure": measure, "label": measure_label(measure), "side": side, "judge": key.split("|")[2],
+                        "text": shown})
     return out
 
 

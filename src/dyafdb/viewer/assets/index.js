@@ -161,11 +161,11 @@
       var groups = [];
       r.headline.forEach(function (hl) {
         var g = groups.filter(function (x) { return x.measure === hl.measure; })[0];
-        if (!g) { g = { measure: hl.measure, judge: hl.judge, parts: [] }; groups.push(g); }
+        if (!g) { g = { measure: hl.measure, label: hl.label, judge: hl.judge, parts: [] }; groups.push(g); }
         g.parts.push(hl);
       });
-      td = el("td", null, groups.map(function (g) {
-        var kids = [el("span", { cls: "m", text: g.measure.replace(/_/g, " ") })];
+      td = el("td", { cls: "task" }, groups.map(function (g) {
+        var kids = [el("span", { cls: "m", text: g.label || g.measure })];
         g.parts.forEach(function (hl, k) {
           if (k) kids.push(el("span", { cls: "sep", text: "·" }));
           kids.push(el("span", { cls: "s", text: hl.side + " " }));

@@ -214,6 +214,64 @@
     else if (ev.key === "ArrowRight") { ev.preventDefault(); seek(audio.currentTime + 5, !audio.paused); }
   });
 
+  // Per-channel mute and solo. The page plays one stereo file (channel 0 = side a, 1 = side b), so
+  // the channels are split and gained in Web Audio. The graph is built on the first press only: once
+  // an element feeds a MediaElementSource it is heard through the graph alone, and a page nobody
+  // mutes keeps the plain <audio> path.
+  var muted = [false, false];
+  var solo = -1;
+  var gains = null;
+  function heard() {
+    return [0, 1].map(function (c) { return solo >= 0 ? (c === solo ? 1 : 0) : (muted[c] ? 0 : 1); });
+  }
+  function route() {
+    var levels = heard();
+    if (!gains) {
+      var Ctx = window.AudioContext || window.webkitAudioContext;
+      if (!Ctx) { showError("This browser cannot mute one channel."); return levels; }
+      var ctx = new Ctx();
+      var src = ctx.createMediaElementSource(audio);
+      var split = ctx.createChannelSplitter(2);
+      var merge = ctx.createChannelMerger(2);
+      src.connect(split);
+      gains = [0, 1].map(function (c) {
+        var g = ctx.createGain();
+        split.connect(g, c);
+        g.connect(merge, 0, c);
+        return g;
+      });
+      merge.connect(ctx.destination);
+      audio.addEventListener("play", function () { if (ctx.state === "suspended") ctx.resume(); });
+      if (!audio.paused) ctx.resume();
+    }
+    gains.forEach(function (g, c) { g.gain.value = levels[c]; });
+    return levels;
+  }
+  function showChannels() {
+    var levels = heard();
+    Array.prototype.forEach.call(document.querySelectorAll("button.mute[data-channel]"), function (b) {
+      b.setAttribute("aria-pressed", String(muted[Number(b.dataset.channel)]));
+    });
+    Array.prototype.forEach.call(document.querySelectorAll("button.solo[data-channel]"), function (b) {
+      b.setAttribute("aria-pressed", String(solo === Number(b.dataset.channel)));
+    });
+    Array.prototype.forEach.call(document.querySelectorAll(".chan[data-channel]"), function (span) {
+      var track = document.querySelectorAll(".track")[Array.prototype.indexOf.call(
+        document.querySelectorAll(".chan[data-channel]"), span)];
+      if (track) track.classList.toggle("silent", !levels[Number(span.dataset.channel)]);
+    });
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("button.mute[data-channel], button.solo[data-channel]"), function (b) {
+    b.addEventListener("click", function (ev) {
+      ev.stopPropagation();
+      var c = Number(b.dataset.channel);
+      if (b.classList.contains("mute")) muted[c] = !muted[c];
+      else solo = solo === c ? -1 : c;
+      route();
+      showChannels();
+    });
+  });
+
   var resizeTimer = 0;
   window.addEventListener("resize", function () {
     clearTimeout(resizeTimer);
@@ -225,6 +283,7 @@
   window.DyafdbPlayer = {
     audio: audio, seek: seek, toggle: toggle, duration: duration,
     time: function () { return audio.currentTime; },
+    levels: function () { return gains ? gains.map(function (g) { return g.gain.value; }) : null; },
     linesOf: function (speaker) {
       return lines.filter(function (l) { return l.el.classList.contains("spk-" + speaker); });
     }
