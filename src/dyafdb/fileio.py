@@ -10,7 +10,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from dyafdb.errors import InputError
 
@@ -59,3 +59,25 @@ def read_json(path: Path, what: str, fix: str) -> Any:
         raise InputError(f"{path}: {what} not found; {fix}") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: {what} is not valid JSON ({exc}); {fix}") from None
+
+
+def read_jsonl(path: Path, fix: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of every non-blank line; a line that is not a JSON object (one cut off by a
+    killed writer, say) is an InputError naming the file, the line and ``fix``."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError as exc:
+                    raise InputError(f"{path}: line {n} is not a complete JSON record ({exc.args[0]}; cut off?); "
+                                     f"{fix}") from None
+                if not isinstance(rec, dict):
+                    raise InputError(f"{path}: line {n} is not a JSON object; {fix}")
+                yield n, rec
+    except FileNotFoundError:
+        raise InputError(f"{path}: not found; {fix}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); {fix}") from None

@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from dyafdb.suite.design import Conversation
 from dyafdb.suite.scenarios import find_scenario
-from dyafdb.fileio import write_text_atomic
+from dyafdb.fileio import read_jsonl, write_text_atomic
 from dyafdb.record.garble import failed_sides, read_garble
 from dyafdb.judge.checks import check_conversation
 from dyafdb.judge.rubric import QUESTIONS, judge_plan
@@ -169,26 +168,6 @@ def _judge_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversati
                 yield {**_side_columns(row, r["side"], attempt), "measure": r["measure"], "judge": rec["judge"],
                        "value": format_value(r["value"]), "label": r.get("label") or "", "quality": quality,
                        "check": r.get("check") or "", "recording": recording}
-
-
-def read_jsonl(path: Path, fix: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, record) of every non-blank line; a line that is not a JSON object (one cut off by a
-    killed writer, say) is an InputError naming the file, the line and ``fix``."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except ValueError as exc:
-                    raise InputError(f"{path}: line {n} is not a complete JSON record ({exc.args[0]}; cut off?); "
-                                     f"{fix}") from None
-                if not isinstance(rec, dict):
-                    raise InputError(f"{path}: line {n} is not a JSON object; {fix}")
-                yield n, rec
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); {fix}") from None
 
 
 def read_judge_batch(path: Path, planned: Mapping[str, Sequence[str | None]],

@@ -41,6 +41,7 @@ import soundfile as sf
 
 from dyafdb.clock import FRAME_SAMPLES, SAMPLE_RATE, tick_to_seconds
 from dyafdb.errors import InputError
+from dyafdb.fileio import read_jsonl
 from dyafdb.provenance import digest_files
 
 FORMAT = "dyafdb-recording/1"
@@ -450,31 +451,17 @@ def _read_audio(path: Path) -> np.ndarray:
 def _read_tokens(path: Path) -> list[Token]:
     fix = "re-record the conversation (`dyafdb record`)"
     tokens = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    d = json.loads(line)
-                    if not isinstance(d, dict):
-                        raise ValueError("not a JSON object")
-                    channel, tick, text = d["channel"], d["tick"], d["text"]
-                    if not isinstance(text, str):
-                        raise ValueError(f"field text = {text!r} is not a string")
-                    if not isinstance(channel, str):
-                        raise ValueError(f"field channel = {channel!r} is not a string")
-                    if isinstance(tick, bool) or not isinstance(tick, int):
-                        raise ValueError(f"field tick = {tick!r} is not an integer")
-                except KeyError as exc:
-                    raise InputError(f"{path}: line {n} lacks field {exc.args[0]!r}; {fix}") from None
-                except ValueError as exc:  # JSONDecodeError included
-                    raise InputError(f"{path}: line {n} is not a token record ({exc}); {fix}") from None
-                tokens.append(Token(channel=channel, tick=tick, text=text))
-    except FileNotFoundError:
-        raise InputError(f"{path}: text channel file not found; {fix}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); {fix}") from None
+    for n, d in read_jsonl(path, fix):
+        try:
+            channel, tick, text = d["channel"], d["tick"], d["text"]
+        except KeyError as exc:
+            raise InputError(f"{path}: line {n} lacks field {exc.args[0]!r}; {fix}") from None
+        for name, value, ok in (("text", text, isinstance(text, str)), ("channel", channel, isinstance(channel, str)),
+                                 ("tick", tick, isinstance(tick, int) and not isinstance(tick, bool))):
+            if not ok:
+                kind = "an integer" if name == "tick" else "a string"
+                raise InputError(f"{path}: line {n} is not a token record (field {name} = {value!r} is not {kind}); {fix}")
+        tokens.append(Token(channel=channel, tick=tick, text=text))
     return tokens
 
 

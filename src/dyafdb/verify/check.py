@@ -33,6 +33,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from dyafdb.clock import FRAME_SAMPLES
 from dyafdb.errors import InputError
+from dyafdb.fileio import read_jsonl
 from dyafdb.measures.table import check_measures_rows
 from dyafdb.paths import Results, results_of, shard_of
 from dyafdb.record.recording import lock_abandoned, owner_gone
@@ -242,31 +243,22 @@ def check_measures_table(results: Results, rows: Sequence[Conversation], report:
 
 
 def check_judge_batches(results: Results, report: Report) -> None:
-    """Every line of every judge batch parses, and no seat is answered twice."""
+    """Every line of every judge batch parses (the reader every stage uses), and no seat is answered twice."""
+    fix = "delete the file and rerun Snakemake (cached replies are reused)"
     for path in sorted(results.judge_batches()):
         seats: dict[tuple[Any, ...], int] = {}
         try:
-            with open(path, encoding="utf-8") as fh:
-                for n, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    if not line.endswith("\n"):
-                        report.add("truncated", path, f"line {n} is cut off (no line end); fix: delete the file and "
-                                   "rerun Snakemake (cached replies are reused)")
-                        break
-                    try:
-                        rec = json.loads(line)
-                    except ValueError as exc:
-                        report.add("truncated", path, f"line {n} is not JSON ({exc}); fix: delete the file and rerun "
-                                   "Snakemake (cached replies are reused)")
-                        break
-                    seat = (rec.get("conversation_id"), rec.get("seat"), rec.get("question"))
-                    if seat in seats:
-                        report.add("rows", path, f"line {n} answers conversation {seat[0]} seat {seat[1]} again (line "
-                                   f"{seats[seat]}); fix: delete the file and rerun Snakemake")
-                    seats[seat] = n
-        except (OSError, UnicodeDecodeError) as exc:
-            report.add("truncated", path, f"not readable ({exc}); fix: delete it and rerun Snakemake")
+            for n, rec in read_jsonl(path, fix):
+                seat = (rec.get("conversation_id"), rec.get("seat"), rec.get("question"))
+                if seat in seats:
+                    report.add("rows", path, f"line {n} answers conversation {seat[0]} seat {seat[1]} again (line "
+                               f"{seats[seat]}); fix: delete the file and rerun Snakemake")
+                seats[seat] = n
+        except InputError as exc:
+            report.add("truncated", path, str(exc).split(": ", 1)[1])
+            continue
+        except OSError as exc:
+            report.add("truncated", path, f"not readable ({exc}); fix: {fix}")
             continue
         report.counts["judge answers"] += len(seats)
 

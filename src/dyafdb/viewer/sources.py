@@ -7,13 +7,12 @@ they do not (the workflow builds the site after all of them).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from dyafdb.suite.design import Conversation
-from dyafdb.fileio import read_json
+from dyafdb.fileio import read_json, read_jsonl
 from dyafdb.judge.checks import check_conversation
 from dyafdb.judge.rubric import judge_plan
 from dyafdb.judge.runner import judge_output_path
@@ -62,16 +61,11 @@ def read_judge_records(config: Mapping[str, Any], root: Path, archetypes: Sequen
             path = judge_output_path(config, root, judge, archetype, question)
             if not path.exists():
                 continue
-            with open(path, encoding="utf-8") as fh:
-                for n, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        rec = json.loads(line)
-                        by_conversation.setdefault(rec["conversation_id"], []).append(rec)
-                    except (json.JSONDecodeError, KeyError) as exc:
-                        again = f"dyafdb judge --judge {judge} --archetype {archetype} --question {question}"
-                        raise InputError(f"{path}: line {n} is not a judge record ({exc}); run `{again}` again") from None
+            fix = f"run `dyafdb judge --judge {judge} --archetype {archetype} --question {question}` again"
+            for n, rec in read_jsonl(path, fix):
+                if "conversation_id" not in rec:
+                    raise InputError(f"{path}: line {n} is not a judge record (no field conversation_id); {fix}")
+                by_conversation.setdefault(rec["conversation_id"], []).append(rec)
     return list(settings.run), by_conversation
 
 
