@@ -8,6 +8,7 @@ forward in the pipeline order, or from a shared leaf into any stage.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import dyafdb
@@ -130,3 +131,33 @@ def test_the_walk_sees_lazy_and_relative_imports(tmp_path):
         "dyafdb/record/lazy.py:2: record imports dyafdb.judge",
         "dyafdb/record/rel.py:1: record imports dyafdb.analysis",
     ]
+
+
+RULES = Path(dyafdb.__file__).parents[2] / "workflow" / "rules"
+_RULE_IMPORT = re.compile(r"^\s*(?:from\s+(dyafdb(?:\.\w+)*)\s+import|import\s+(dyafdb(?:\.\w+)*))", re.M)
+
+
+def rules_violations(rules: Path = RULES) -> list[str]:
+    """A stage's rules file (``<stage>.smk``) imports its own stage, the leaves and earlier stages only;
+    ``common.smk`` is the workflow's top, like the command line (it plans, checks and summarises)."""
+    out = []
+    for path in sorted(rules.glob("*.smk")):
+        importer = path.stem if path.stem in STAGES else "commands"
+        for found in _RULE_IMPORT.finditer(path.read_text(encoding="utf-8")):
+            module = found.group(1) or found.group(2)
+            line = path.read_text(encoding="utf-8")[:found.start()].count("\n") + 1
+            if not _allowed(importer, _layer(module)):
+                out.append(f"workflow/rules/{path.name}:{line}: {importer} imports {module}")
+    return out
+
+
+def test_no_rules_file_imports_a_later_stage():
+    found = rules_violations()
+    assert not found, "rules files importing against the pipeline order:\n" + "\n".join(found)
+    assert {p.stem for p in RULES.glob("*.smk")} - {"common"} <= set(STAGES), "a rules file not named after its stage"
+
+
+def test_the_rules_walk_sees_lazy_imports(tmp_path):
+    (tmp_path / "record.smk").write_text("from dyafdb.record.spec import x\n\ndef f():\n    from dyafdb.analysis.io import y\n")
+    (tmp_path / "common.smk").write_text("from dyafdb.analysis.run_summary import z\n")
+    assert rules_violations(tmp_path) == ["workflow/rules/record.smk:4: record imports dyafdb.analysis.io"]
