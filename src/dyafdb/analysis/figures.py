@@ -139,9 +139,11 @@ def matrices_figure(matrices: list[Matrix], settings: Settings, center: float | 
         return fig
     cols = min(3, len(mats))
     rows = math.ceil(len(mats) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.5 * cols, 3.0 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), squeeze=False)
     for ax in axes.ravel()[len(mats):]:
         ax.axis("off")
+    from dyafdb.analysis.render import interval_text
+
     for ax, m in zip(axes.ravel(), mats):
         values = m.values.astype(float)
         values.index = [settings.label(x) for x in values.index]
@@ -149,11 +151,18 @@ def matrices_figure(matrices: list[Matrix], settings: Settings, center: float | 
         annot = values.map(fmt)
         for (r, c) in m.pinned:
             annot.loc[settings.label(r), settings.label(c)] = f"({fmt(values.loc[settings.label(r), settings.label(c)])})"
+        annot = annot.astype(object)
+        for r in m.models:  # a cell is read as a result: its interval and n under the value, as the table prints them
+            for c in m.partners:
+                lo = None if m.lower is None or (r, c) in m.pinned else m.lower.loc[r, c]
+                hi = None if m.upper is None or (r, c) in m.pinned else m.upper.loc[r, c]
+                extra = [x for x in (interval_text(lo, hi), f"n={int(m.n.loc[r, c])}") if x]
+                annot.loc[settings.label(r), settings.label(c)] = "\n".join([annot.loc[settings.label(r), settings.label(c)], *extra])
         vmin, vmax = panel_range(m, values)
         # the measure's own fixed scale and a colour bar: two panels of one measure read alike, and
         # 3.10 beside 3.28 on a 1-5 score no longer spans the whole palette
         sns.heatmap(values, ax=ax, annot=annot, fmt="", vmin=vmin, vmax=vmax, cmap="viridis", cbar=True,
-                    cbar_kws={"shrink": 0.8}, linewidths=0.5, annot_kws={"fontsize": 8})
+                    cbar_kws={"shrink": 0.8}, linewidths=0.5, annot_kws={"fontsize": 6.5})
         ax.set_title(m.title, fontsize=8)
         ax.set_xlabel("partner")
         ax.set_ylabel("model")

@@ -90,11 +90,11 @@ def timeline(player: Mapping[str, Any], blind: bool) -> str:
     for i, row in enumerate(player["rows"]):
         spk = row["speaker"]
         if blind:
-            labels.append(f'<div class="tl-label spk-{spk}"><b>Speaker {spk}</b>{channel_buttons(row, spk)}</div>')
+            labels.append(f'<div class="tl-label spk-{spk}"><span class="tl-head"><b>Speaker {spk}</b>{channel_buttons(row, spk)}</span></div>')
         else:
             opener = " · opener" if row["opener"] else ""
             labels.append(
-                f'<div class="tl-label spk-{spk}"><b>Speaker {spk}</b>{channel_buttons(row, spk)}'
+                f'<div class="tl-label spk-{spk}"><span class="tl-head"><b>Speaker {spk}</b>{channel_buttons(row, spk)}</span>'
                 f'<small>side {h(row["side"])} · {h(row["channel"])} · {h(row["role"])}{opener}</small>'
                 f'<small class="model">{h(row["model_label"])}</small></div>')
         parts = [f'<canvas class="wave" data-row="{i}"></canvas>']
