@@ -167,6 +167,9 @@ def test_summary_leaderboard_matches_the_leaderboard_table(pages):
             anchor = col == "model" and str(r["anchor"]) == "True"
             assert text == (f"{r[col]} (anchor, pinned)" if anchor else str(r[col])), (col, r["model"])
         assert int(r["battles"]) == int(r["decisive"]) + int(r["ties"])
+    # rounded as written: no float noise (2.22e-16) and no negative zero in the file a reader opens
+    text = (pages["tables"] / "leaderboard.tsv").read_text()
+    assert not re.search(r"(?<![\w.])-0(?![.\d])|e-1\d", text), text
     head, *rows = _html_rows(page)
     for shown, (_, r) in zip(rows, board.iterrows()):
         for col in ("rating", "lower", "upper", "battles"):

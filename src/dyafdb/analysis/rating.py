@@ -357,7 +357,7 @@ def bradley_terry(runs: pd.DataFrame, settings: Settings, refs: list[str], ancho
         out.insert(1, "rank", rank_by_separation(lower, upper))
         out["separable"] = separability(out["model"].tolist(), lower, upper)
         out = out.sort_values(["rank", "rating"], ascending=[True, False], kind="stable").reset_index(drop=True)
-        out[["rating", "lower", "upper"]] = out[["rating", "lower", "upper"]].round(RATING_DIGITS)
+        out[["rating", "lower", "upper"]] = out[["rating", "lower", "upper"]].round(RATING_DIGITS) + 0.0
     side_terms = {t: float(ref_point[n_m + i]) * to_points for i, t in enumerate(tasks)}
     out.attrs["side_advantage"] = side_terms
     out.attrs["opener_advantage"] = float(ref_point[-1]) * to_points
@@ -376,7 +376,8 @@ def rating_tables(runs: pd.DataFrame, settings: Settings) -> tuple[pd.DataFrame,
         pd.DataFrame(columns=["model", "rank", "reference", "anchor", "rating", "lower", "upper", "battles"])
     effects = additive_effects(runs, settings, refs, anchor, rng)
     numeric = effects.select_dtypes("number").columns.difference(["runs"])
-    effects[numeric] = effects[numeric].round(EFFECT_DIGITS)
+    # + 0.0: a rounded -1e-17 is -0.0, which the TSV writes as "-0"
+    effects[numeric] = effects[numeric].round(EFFECT_DIGITS) + 0.0
     if len(effects):
         own = effects.pivot(index="model", columns="task", values="own")
         own.columns = [f"own:{c}" for c in own.columns]
