@@ -70,7 +70,7 @@ def pages(tmp_path_factory):
     settings.bootstrap = 60  # intervals drawn, so they can disagree
     tables = Path(layout.analysis_table("leaderboard")).parent
     runs = runs_product([measures], settings, tables.parent / "runs" / "all.tsv")
-    for task in pages["tasks"]:
+    for task in ARCHETYPES:
         matrix_product(runs, settings, task, tables / f"score_{task}.tsv", tables / f"score_{task}.html")
     rating_product(runs, settings, tables / "leaderboard.tsv", tables / "rating_effects.tsv", tables / "leaderboard.html")
     summary = summary_markdown(config, root, rows)
