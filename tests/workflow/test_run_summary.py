@@ -121,7 +121,7 @@ def test_summary_names_counts_judge_cost_scores_leaderboard_warnings_and_paths(d
     assert f"${cost:,.2f}" in text
     assert "| demo | llamacpp" in text and "$0.00" in text
     assert "| cpu_eager | " in text and ".60 n=" in text and ".30 n=" in text
-    assert "| 1 | cpu_eager | 1000 | 950 | 1050 | 12 |" in text
+    assert "| 1 | cpu_eager (anchor, pinned) | 1000 | 950 | 1050 | 12 |" in text  # the anchor is marked
     assert "score_T2.tsv: every model scores 0" in text and "score_T3-1.tsv: missing" in text
     assert "report: " in text and "(not built)" in text and "viewer: " in text
     assert "Demo quality" in text
