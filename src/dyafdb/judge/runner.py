@@ -34,6 +34,7 @@ from dyafdb.judge.settings import JudgeSettings, JudgeSpec, judge_settings
 from dyafdb.suite.scenarios import find_scenario
 from dyafdb.errors import InputError
 from dyafdb.record.recording import read_meta
+from dyafdb.score.check import check_made_from
 
 
 @dataclass
@@ -100,12 +101,11 @@ def _load_transcript(results: Results, cid: str) -> tuple[dict[str, Any], str]:
         raise InputError(f"{results.transcript_txt(cid)}: transcript not found; {fix}") from None
     # A transcript of another recording than the one now in place (re-recorded, restored, copied) is
     # not judged: its answers would be credited to this recording.
-    made = (doc.get("provenance") or {}).get("recording") if isinstance(doc, dict) else None
-    now = (read_meta(Path(results.recording(cid))).get("provenance") or {}).get("recording") if made else None
-    if made and now and made != now:
-        raise InputError(f"{results.transcript_json(cid)}: field provenance.recording = {made!r}, but the recording of "
-                         f"{cid} now has digest {now!r}: the transcript was made from another recording; fix: run "
-                         f"`dyafdb score all --id {cid}` (or delete its measures file and rerun Snakemake)")
+    if isinstance(doc, dict) and doc.get("provenance") is not None:  # a transcript made before provenance is judged
+        now = (read_meta(Path(results.recording(cid))).get("provenance") or {}).get("recording")
+        if now:
+            check_made_from(Path(results.transcript_json(cid)), doc, {"recording": now},
+                            f"fix: run `dyafdb score all --id {cid}` (or delete its measures file and rerun Snakemake)")
     return doc, text
 
 

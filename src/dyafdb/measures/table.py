@@ -43,6 +43,7 @@ from dyafdb.judge.runner import judge_output_path
 from dyafdb.judge.settings import judge_settings
 from dyafdb.record.recording import read_meta
 from dyafdb.errors import InputError
+from dyafdb.score.check import check_made_from
 from dyafdb.score.conversation import conversation_paths, read_measures
 
 COLUMNS = ["conversation_id", "suite", "archetype", "scenario", "pairing", "play", "window_s", "model", "partner",
@@ -98,7 +99,9 @@ def table_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversatio
         if not failed or row.archetype in KEEP_GARBLED:
             kept[row.conversation_id] = (row, attempt, recording)
             doc = read_measures(paths.measures)
-            check_made_from_recording(paths.measures, doc, row.conversation_id, recording)
+            cid = row.conversation_id
+            check_made_from(paths.measures, doc, {"conversation_id": cid, **({"recording": recording} if recording else {})},
+                            f"fix: delete it and rerun Snakemake (or `dyafdb score all --id {cid}`)")
             for side in ("a", "b"):
                 base = _side_columns(row, side, attempt)
                 for measure, value in doc["values"][side].items():
@@ -116,21 +119,6 @@ def recording_of(meta: Mapping[str, Any]) -> str:
     """The recording digest a recording's meta.json carries ("" for recordings made before it)."""
     provenance = meta.get("provenance")
     return str(provenance.get("recording") or "") if isinstance(provenance, Mapping) else ""
-
-
-def check_made_from_recording(path: Path, doc: Mapping[str, Any], cid: str, recording: str) -> None:
-    """Refuse a file computed from another conversation or another recording than the one in place
-    (measures of a recording replaced since, a judge answer about an older transcript)."""
-    made = doc.get("provenance") if isinstance(doc, Mapping) else None
-    if not isinstance(made, Mapping):
-        return  # made before provenance existed
-    if made.get("conversation_id") not in (None, cid):
-        raise InputError(f"{path}: field provenance.conversation_id = {made.get('conversation_id')!r}, expected {cid!r}: "
-                         f"another conversation's file; fix: delete it and rerun Snakemake (or `dyafdb score all --id {cid}`)")
-    if recording and made.get("recording") not in (None, recording):
-        raise InputError(f"{path}: field provenance.recording = {made.get('recording')!r}, but the recording of {cid} "
-                         f"now has digest {recording!r}: it was computed from another recording; fix: delete it and "
-                         f"rerun Snakemake (or `dyafdb score all --id {cid}`)")
 
 
 def _judge_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation],

@@ -20,6 +20,35 @@ from dyafdb.record.spec import expected_ticks, recording_inputs
 from dyafdb.suite.design import Conversation
 
 
+class Mismatch(InputError):
+    """A file that is not what the stage asked for, with the field that says so: every stage that
+    checks what it reads raises it, and `dyafdb verify` sorts by its field (:attr:`stale`)."""
+
+    def __init__(self, path: Path | str, field: str, detail: str):
+        super().__init__(f"{path}: field {field} {detail}")
+        self.field, self.detail = field, detail
+
+    @property
+    def stale(self) -> bool:
+        """Made from other inputs or another recording (rather than another conversation or length)."""
+        return self.field == "provenance.recording" or self.field.startswith("provenance.inputs")
+
+
+def check_made_from(path: Path, doc: Any, expected: Mapping[str, str], fix: str) -> None:
+    """Refuse a file computed from a recording (segments, transcript, measures) whose ``provenance``
+    differs from ``expected`` (its conversation id and recording digest, or the digest alone); a file
+    made before provenance existed carries none and is not checked."""
+    made = doc.get("provenance") if isinstance(doc, Mapping) else None
+    if made is None:
+        return
+    if not isinstance(made, Mapping):
+        raise Mismatch(path, "provenance", f"= {made!r} is not a mapping of digests; {fix}")
+    for key, want in expected.items():
+        if made.get(key) != want:
+            why = "another conversation's file" if key == "conversation_id" else "it was computed from another recording"
+            raise Mismatch(path, f"provenance.{key}", f"= {made.get(key)!r}, expected {want!r}: {why}; {fix}")
+
+
 def rerecord_fix(directory: Path) -> str:
     return (f"record the conversation again (`dyafdb record --id {Path(directory).name}`; under Snakemake delete the "
             f"folder {directory} and rerun: the workflow plans a missing recording again, and everything after it)")
@@ -39,7 +68,7 @@ def check_identity(config: Mapping[str, Any], meta: Mapping[str, Any], conversat
     fix = rerecord_fix(directory)
 
     def refuse(field: str, got: Any, want: Any, why: str) -> None:
-        raise InputError(f"{meta_path}: field {field} = {got!r}, expected {want!r}: {why}; {fix}")
+        raise Mismatch(meta_path, field, f"= {got!r}, expected {want!r}: {why}; {fix}")
 
     if meta.get("conversation_id") != conversation_id:
         refuse("conversation_id", meta.get("conversation_id"), conversation_id,
@@ -85,9 +114,8 @@ def check_recording_digest(meta: Mapping[str, Any], directory: Path) -> str | No
         return None
     actual = recording_digest(directory)
     if actual != recorded:
-        raise InputError(f"{directory / 'meta.json'}: field provenance.recording = {recorded!r}, but audio.wav and "
-                         f"text.jsonl have digest {actual!r}: they were replaced or edited after recording; "
-                         f"{rerecord_fix(directory)}")
+        raise Mismatch(directory / "meta.json", "provenance.recording", f"= {recorded!r}, but audio.wav and text.jsonl "
+                       f"have digest {actual!r}: they were replaced or edited after recording; {rerecord_fix(directory)}")
     return actual
 
 

@@ -22,8 +22,7 @@ import yaml
 
 from dyafdb.fileio import read_json, write_json_atomic, write_text_atomic
 from dyafdb.paths import results_of
-from dyafdb.errors import InputError
-from dyafdb.score.check import check_identity, check_recording, check_recording_digest
+from dyafdb.score.check import check_identity, check_made_from, check_recording, check_recording_digest
 from dyafdb.score.tasks import find_leak, occupancy
 from dyafdb.score.health.measure import HealthParams, measure_health
 from dyafdb.record.recording import Recording, read_recording, recording_digest
@@ -128,7 +127,8 @@ def score_conversation(config: Mapping[str, Any], root: Path, conversation_id: s
         write_json_atomic(paths.segments, {"provenance": provenance, **segments_doc(conversation_id, segments, ticks, vad)},
                           indent=None)
     else:
-        check_made_from(paths.segments, provenance)
+        check_made_from(paths.segments, read_json(paths.segments, "segments file", "run `dyafdb score` for this "
+                        "conversation"), provenance, f"fix: run `dyafdb score all --id {conversation_id}`")
         segments, ticks = read_segments(paths.segments)
     if "transcript" in stages:
         doc = build_transcript(segments, rec.tokens, rec.meta.get("opener", "a"),
@@ -144,15 +144,6 @@ def score_conversation(config: Mapping[str, Any], root: Path, conversation_id: s
         # provenance first: `dyafdb verify` reads it from the head of 7,560 files
         write_json_atomic(paths.measures, {"provenance": provenance, **doc}, indent=None)
     return paths
-
-
-def check_made_from(path: Path, provenance: Mapping[str, Any]) -> None:
-    """Refuse an earlier stage's file (segments) made from another recording than the one now in place."""
-    doc = read_json(path, "segments file", "run `dyafdb score` for this conversation")
-    made = doc.get("provenance") if isinstance(doc, dict) else None
-    if made is not None and made != dict(provenance):
-        raise InputError(f"{path}: field provenance = {made!r}, expected {dict(provenance)!r}: it was computed from "
-                         f"another recording; fix: run `dyafdb score all --id {provenance['conversation_id']}`")
 
 
 def read_measures(path: Path) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from dyafdb.fileio import read_jsonl
 from dyafdb.measures.table import check_measures_rows
 from dyafdb.paths import Results, results_of, shard_of
 from dyafdb.record.recording import lock_abandoned, owner_gone
-from dyafdb.score.check import check_identity, check_recording_digest
+from dyafdb.score.check import Mismatch, check_identity, check_made_from, check_recording_digest
 from dyafdb.suite.design import Conversation, build_design
 
 KINDS = ("missing", "not_in_design", "identity", "stale", "rows", "truncated", "partial")
@@ -116,10 +116,8 @@ def check_recording_folder(config: Mapping[str, Any], row: Conversation, folder:
         return None
     try:
         check_identity(config, meta, row.conversation_id, row, folder, root)
-    except InputError as exc:
-        text = str(exc)
-        kind = "stale" if "provenance.inputs" in text.split(":", 2)[1] else "identity"
-        report.add(kind, meta_path, text.split(": ", 1)[1])
+    except Mismatch as exc:
+        report.add("stale" if exc.stale else "identity", meta_path, f"field {exc.field} {exc.detail}")
         return None
     ticks = meta.get("ticks")
     wav = folder / "audio.wav"
@@ -154,8 +152,8 @@ def check_recording_folder(config: Mapping[str, Any], row: Conversation, folder:
     if deep:
         try:
             check_recording_digest(meta, folder)
-        except InputError as exc:
-            report.add("stale", meta_path, str(exc).split(": ", 1)[1])
+        except Mismatch as exc:
+            report.add("stale", meta_path, f"field {exc.field} {exc.detail}")
             return None
     report.counts["recordings"] += 1
     return provenance.get("recording")
@@ -168,18 +166,16 @@ def check_measures_file(results: Results, cid: str, digest: str | None, report: 
     except (OSError, ValueError) as exc:
         report.add("truncated", path, f"not readable JSON ({exc}); fix: delete it and rerun Snakemake")
         return
-    made = doc.get("provenance") if isinstance(doc, dict) else None
-    if isinstance(made, dict):
-        if made.get("conversation_id") != cid:
-            report.add("identity", path, f"field provenance.conversation_id = {made.get('conversation_id')!r}, expected "
-                       f"{cid!r}: another conversation's measures; fix: delete it and rerun Snakemake")
-            return
-        if digest is not None and made.get("recording") != digest:
-            report.add("stale", path, f"field provenance.recording = {made.get('recording')!r}, but the recording now "
-                       f"in place has digest {digest!r}: computed from another recording; fix: delete it and rerun "
-                       "Snakemake (or `dyafdb score all --id " + cid + "`)")
-            return
-    elif doc.get("conversation_id") not in (None, cid):
+    if not isinstance(doc, dict):
+        report.add("truncated", path, "not a measures document (a JSON object); fix: delete it and rerun Snakemake")
+        return
+    try:
+        check_made_from(path, doc, {"conversation_id": cid, **({"recording": digest} if digest else {})},
+                        f"fix: delete it and rerun Snakemake (or `dyafdb score all --id {cid}`)")
+    except Mismatch as exc:
+        report.add("stale" if exc.stale else "identity", path, f"field {exc.field} {exc.detail}")
+        return
+    if doc.get("provenance") is None and doc.get("conversation_id") not in (None, cid):  # measures made before provenance
         report.add("identity", path, f"field conversation_id = {doc.get('conversation_id')!r}, expected {cid!r}; fix: "
                    "delete it and rerun Snakemake")
         return
