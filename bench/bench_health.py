@@ -83,7 +83,7 @@ def components(rec: Recording, repeats: int) -> dict[str, float]:
     from dyafdb.score.health.measure import HealthParams, measure_health
     from dyafdb.record.garble import load_transcriber
     from dyafdb.score.health.agreement import load_whisper, speech_only
-    from dyafdb.whisper_model import whisper_model
+    from dyafdb.localmodels.whisper_model import whisper_model
     from dyafdb.score.health.dnsmos import dnsmos
     from dyafdb.polyphase import resample
     from dyafdb.score.turntaking import measure_conversation

@@ -47,7 +47,7 @@ print(json.dumps({"cpu": cpu, "texts": texts}))
 
 _JUDGE = """
 import json, resource, sys
-import dyafdb.llama_server as server
+import dyafdb.localmodels.llama_server as server
 from dyafdb.cli import main
 shared, archetype, question, cache, out = sys.argv[1] == "1", sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 start = server.shared_server

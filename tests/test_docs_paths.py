@@ -76,14 +76,14 @@ def test_every_path_named_in_the_docs_exists(doc):
 
 
 def _readme_layout() -> tuple[list[str], set[str]]:
-    """The README's stage order (`name/` < `name/` ...) and its shared leaves (`name.py`), from its
+    """The README's stage order (`name/` < `name/` ...) and its shared leaves (`name.py`, `name/` for a leaf package), from its
     package bullet (the one that starts "`src/dyafdb/`:")."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
     bullet = text.split("- `src/dyafdb/`:", 1)[1].split("\n- ", 1)[0]
     order, leaves = bullet.split("Shared leaves:", 1)
     while re.search(r"\([^()]*\)", order):  # what a stage holds is in parentheses, nested at times
         order = re.sub(r"\([^()]*\)", "", order)
-    return re.findall(r"`(\w+)/`", order.split(":", 1)[1]), set(re.findall(r"`(\w+)\.py`", leaves))
+    return re.findall(r"`(\w+)/`", order.split(":", 1)[1]), set(re.findall(r"`(\w+)(?:\.py|/)`", leaves))
 
 
 def test_the_readme_lists_the_stages_in_layer_order_and_every_shared_leaf():
@@ -93,4 +93,5 @@ def test_the_readme_lists_the_stages_in_layer_order_and_every_shared_leaf():
     assert stages == list(STAGES), "README's stage order differs from tests/test_layers.py STAGES"
     package = REPO / "src" / "dyafdb"
     modules = {p.stem for p in package.glob("*.py")} - {"__init__", "__main__", "cli"}
-    assert leaves == modules, f"README's shared leaves differ from src/dyafdb/*.py: {sorted(leaves ^ modules)}"
+    modules |= {p.parent.name for p in package.glob("*/__init__.py")} - set(STAGES) - {"commands"}
+    assert leaves == modules, f"README's shared leaves differ from src/dyafdb/*.py and leaf packages: {sorted(leaves ^ modules)}"

