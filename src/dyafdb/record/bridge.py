@@ -1,5 +1,11 @@
 """The lockstep bridge: two agents, one 80 ms frame per tick, each hearing its partner's t-1.
 
+A :class:`Bridge` holds the conversation's fixed set-up; its :class:`State` (opened by
+:meth:`Bridge.open`) is everything that changes from tick to tick, and :meth:`Bridge.tick` advances it
+by one frame, like a streaming module of kyutai's moshi (moshi/modules/streaming.py: one state object
+per stream, stepped frame by frame). :func:`run_bridge` is the offline loop over it; the seat
+(``dyafdb.seat``) drives the same object from the wall clock.
+
 At tick t agent a hears what b emitted at t-1 and vice versa (silence at t = 0). Because each
 input is known before the tick starts, both steps run concurrently. During the opener's lead-in the
 partner is stepped and hears the opener, but what it emits is replaced by silence (its text tokens
@@ -122,81 +128,151 @@ class BridgeResult:
     suppressed_text: dict[str, list[list[Any]]] = field(default_factory=dict)
 
 
+@dataclass
+class State:
+    """What one conversation has produced so far and what each side hears next."""
+
+    audio: np.ndarray  # (2, window samples); filled up to ``t``
+    heard: dict[str, np.ndarray]  # what each side is handed on the next tick: its partner's last frame
+    steppers: dict[str, Any]
+    info: dict[str, dict[str, Any]]
+    opened: list[str]
+    suppressed: dict[str, list[list[Any]]]
+    tokens: list[Token] = field(default_factory=list)
+    step_wall: dict[str, float] = field(default_factory=lambda: {s: 0.0 for s in SIDES})
+    t: int = 0  # the next tick to run
+    end_reason: str | None = None  # set once the conversation has ended
+    started: float = 0.0  # perf_counter at the first tick's start
+    wall: float = 0.0
+
+
+class Bridge:
+    """Two agents coupled at t-1 for one conversation; open, tick until ``done``, close."""
+
+    def __init__(self, agents: dict[str, Agent], sessions: dict[str, Session], window_ticks: int, lead_in_ticks: int,
+                 opener: str, names: dict[str, str] | None = None):
+        self.agents, self.sessions = agents, sessions
+        self.window_ticks, self.lead_in_ticks, self.opener = window_ticks, lead_in_ticks, opener
+        self.names = names or {s: s for s in SIDES}
+        self.partner_of_opener = "b" if opener == "a" else "a"
+        self.state: State | None = None
+
+    def open(self) -> State:
+        """Open both sessions (a, then b, before the clock starts) and the steppers; on error close what opened."""
+        state = State(audio=np.zeros((2, self.window_ticks * FRAME_SAMPLES), dtype=np.float32),
+                      heard={"a": silence(), "b": silence()}, steppers={}, info={}, opened=[],
+                      suppressed={self.partner_of_opener: []})
+        self.state = state
+        try:
+            for side in SIDES:
+                try:
+                    state.info[side] = self.agents[side].open(self.sessions[side]).to_json()
+                except AgentError:
+                    raise
+                except Exception as exc:
+                    raise AgentError(f"agent {self.names[side]} (side {side}) failed to open its session: "
+                                     f"{type(exc).__name__}: {exc}") from exc
+                state.opened.append(side)
+            state.steppers = _steppers(self.agents)
+        except BaseException:
+            self.close()
+            raise
+        if self.window_ticks <= 0:
+            state.end_reason = "window"
+        return state
+
+    @property
+    def done(self) -> bool:
+        return self.state is not None and self.state.end_reason is not None
+
+    def tick(self) -> dict[str, Frame]:
+        """Run tick ``state.t``: step both sides on what they hear, record, hand each its partner's frame.
+
+        Returns the frames as recorded (the partner's muted during the lead-in).
+        """
+        state = self.state
+        if state is None or state.end_reason is not None:
+            raise RuntimeError("Bridge.tick: the bridge is not open or the conversation has ended")
+        t = state.t
+        t0 = time.perf_counter()
+        if t == 0:
+            state.started = t0
+        for side in SIDES:
+            state.steppers[side].begin(state.heard[side])
+        frames: dict[str, Frame] = {}
+        error: BaseException | None = None
+        for side in SIDES:  # collect both even if one fails, so no thread is left mid-step
+            try:
+                frames[side] = check_frame(state.steppers[side].end(), f"{self.names[side]} (side {side})")
+            except AgentError as exc:
+                error = error or exc
+            except Exception as exc:
+                error = error or AgentError(f"agent {self.names[side]} (side {side}) failed at tick {t}: {type(exc).__name__}: {exc}")
+            state.step_wall[side] += time.perf_counter() - t0
+        if error is not None:
+            raise error
+        if t < self.lead_in_ticks:
+            muted = frames[self.partner_of_opener]
+            if muted.text:
+                state.suppressed[self.partner_of_opener].append([t, muted.text])
+            frames[self.partner_of_opener] = Frame(silence(), [], muted.finished)
+        lo, hi = t * FRAME_SAMPLES, (t + 1) * FRAME_SAMPLES
+        for i, side in enumerate(SIDES):
+            state.audio[i, lo:hi] = frames[side].audio
+            state.tokens.extend(Token(side, t, text) for text in frames[side].text)
+        state.heard = {"a": frames["b"].audio, "b": frames["a"].audio}
+        state.t = t + 1
+        finished = [s for s in SIDES if frames[s].finished]
+        if finished:
+            state.end_reason = "finished:" + "+".join(finished)
+        elif state.t >= self.window_ticks:
+            state.end_reason = "window"
+        if state.end_reason is not None:
+            state.wall = time.perf_counter() - state.started
+        return frames
+
+    def close(self) -> None:
+        """Stop the steppers and close every opened session; the first error raised elsewhere is the one reported."""
+        state = self.state
+        if state is None:
+            return
+        for stepper in state.steppers.values():
+            stepper.stop()
+        state.steppers = {}
+        for side in state.opened:
+            try:
+                report = self.agents[side].close()
+            except Exception:
+                continue
+            if isinstance(report, dict) and side in state.info:  # facts known only after the session ran
+                state.info[side].setdefault("extra", {}).update(report)
+        state.opened = []
+
+    def result(self) -> BridgeResult:
+        state = self.state
+        assert state is not None and state.end_reason is not None, "Bridge.result before the conversation ended"
+        rec = Recording(audio=state.audio[:, : state.t * FRAME_SAMPLES].copy(), tokens=state.tokens)
+        return BridgeResult(recording=rec, agent_info=state.info, end_reason=state.end_reason, ticks=state.t,
+                            wall_time_s=state.wall, step_wall_s=state.step_wall, suppressed_text=state.suppressed)
+
+
 def run_bridge(agents: dict[str, Agent], sessions: dict[str, Session], window_ticks: int, lead_in_ticks: int,
                opener: str, names: dict[str, str] | None = None, progress: bool = False) -> BridgeResult:
-    """Open both sessions (a, then b), run the lockstep loop, close both; always closes on error."""
-    names = names or {s: s for s in SIDES}
-    partner_of_opener = "b" if opener == "a" else "a"
-    audio = np.zeros((2, window_ticks * FRAME_SAMPLES), dtype=np.float32)
-    tokens: list[Token] = []
-    suppressed: dict[str, list[list[Any]]] = {partner_of_opener: []}
-    step_wall = {s: 0.0 for s in SIDES}
-    info: dict[str, dict[str, Any]] = {}
-    opened: list[str] = []
-    steppers: dict[str, Any] = {}
+    """Open both sessions (a, then b), tick until the conversation ends, close both; always closes on error."""
+    bridge = Bridge(agents, sessions, window_ticks, lead_in_ticks, opener, names)
     bar = None
+    bridge.open()
     try:
-        for side in SIDES:  # sessions open one after the other, before the clock starts
-            try:
-                info[side] = agents[side].open(sessions[side]).to_json()
-            except AgentError:
-                raise
-            except Exception as exc:
-                raise AgentError(f"agent {names[side]} (side {side}) failed to open its session: {type(exc).__name__}: {exc}") from exc
-            opened.append(side)
-        steppers = _steppers(agents)
-        heard = {"a": silence(), "b": silence()}
         if progress:
             from tqdm import tqdm
 
             bar = tqdm(total=window_ticks, unit="tick", desc="bridge", file=sys.stderr, leave=False)
-        end_reason, ticks = "window", window_ticks
-        start = time.perf_counter()
-        for t in range(window_ticks):
-            t0 = time.perf_counter()
-            for side in SIDES:
-                steppers[side].begin(heard[side])
-            frames: dict[str, Frame] = {}
-            error: BaseException | None = None
-            for side in SIDES:  # collect both even if one fails, so no thread is left mid-step
-                try:
-                    frames[side] = check_frame(steppers[side].end(), f"{names[side]} (side {side})")
-                except AgentError as exc:
-                    error = error or exc
-                except Exception as exc:
-                    error = error or AgentError(f"agent {names[side]} (side {side}) failed at tick {t}: {type(exc).__name__}: {exc}")
-                step_wall[side] += time.perf_counter() - t0
-            if error is not None:
-                raise error
-            if t < lead_in_ticks:
-                muted = frames[partner_of_opener]
-                if muted.text:
-                    suppressed[partner_of_opener].append([t, muted.text])
-                frames[partner_of_opener] = Frame(silence(), [], muted.finished)
-            lo, hi = t * FRAME_SAMPLES, (t + 1) * FRAME_SAMPLES
-            for i, side in enumerate(SIDES):
-                audio[i, lo:hi] = frames[side].audio
-                tokens.extend(Token(side, t, text) for text in frames[side].text)
-            heard = {"a": frames["b"].audio, "b": frames["a"].audio}
+        while not bridge.done:
+            bridge.tick()
             if bar is not None:
                 bar.update(1)
-            done = [s for s in SIDES if frames[s].finished]
-            if done:
-                end_reason, ticks = "finished:" + "+".join(done), t + 1
-                break
-        wall = time.perf_counter() - start
     finally:
         if bar is not None:
             bar.close()
-        for stepper in steppers.values():
-            stepper.stop()
-        for side in opened:
-            try:
-                report = agents[side].close()
-            except Exception:
-                continue  # the first error is the one worth reporting
-            if isinstance(report, dict) and side in info:  # facts known only after the session ran
-                info[side].setdefault("extra", {}).update(report)
-    rec = Recording(audio=audio[:, : ticks * FRAME_SAMPLES].copy(), tokens=tokens)
-    return BridgeResult(recording=rec, agent_info=info, end_reason=end_reason, ticks=ticks, wall_time_s=wall,
-                        step_wall_s=step_wall, suppressed_text=suppressed)
+        bridge.close()
+    return bridge.result()
