@@ -25,6 +25,15 @@ also vendored in OpenBMB/MiniCPM-o-Demo @ 28b60cf):
   generate, but ``streaming_generate`` has no ``length_penalty``, no ``force_listen_override`` and
   feeds ``</unit>`` inline (no ``finalize_unit``). ``flavour="duplex"`` reproduces this one.
 
+State per session and shared, as upstream keeps it (what an engine hosting many sessions on one load
+must live with): ``DuplexCapability.prepare`` (~L4452) resets the duplex object's own state
+(``_reset_streaming_state``, ``decoder.reset``, ``init_streaming_processor``), but the Whisper encoder's
+streaming cache stays on the model (``MiniCPMO.audio_past_key_values``, grown by
+``get_audio_embedding_streaming`` ~L1451 on every prefilled chunk and dropped only when full), cleared by
+``reset_session`` (~L210), which ``set_mode`` runs only on a change of mode. The stand-in keeps it as
+``audio_kv_chunks`` on the model and records, per ``prepare``, what the first prefill found there
+(``kv_at_first_prefill``). ``UnifiedMiniCPMO.loads`` counts model loads in the process.
+
 ``flavour="wraps"`` is a hypothetical later revision whose ``prepare`` wraps raw text itself (the
 later MiniCPM-o-Demo unified adapter strips a wrapped prefix, "accept both raw text and old unified's
 fully wrapped system prefix"), to check that the adapter never sends a doubly wrapped prompt.
@@ -93,6 +102,7 @@ class DuplexCapability:
             prefix_system_prompt = f"{WRAP_PREFIX}{prefix_system_prompt}{WRAP_AUDIO}"
         self.prepared = dict(prefix=prefix_system_prompt, suffix=suffix_system_prompt, ref_audio=ref_audio,
                              prompt_wav_path=prompt_wav_path)
+        self.prepares = getattr(self, "prepares", 0) + 1
         self.buffer = np.zeros(0, dtype=np.float32)
         self.chunk_idx = 0
         self.generate_count = 0
@@ -113,6 +123,8 @@ class DuplexCapability:
         try:
             time.sleep(self.prefill_s)
             self.received.append(np.array(audio_waveform, copy=True))
+            if self.chunk_idx == 0 and hasattr(self.model, "audio_kv_chunks"):
+                self.kv_at_first_prefill = getattr(self, "kv_at_first_prefill", []) + [self.model.audio_kv_chunks]
             self.buffer = np.concatenate([self.buffer, audio_waveform])
             if self.chunk_idx == 0:  # left-pads a short first chunk to 1,035 ms ...
                 need_pad = self.FIRST_CHUNK_MS * 16 - len(self.buffer)
@@ -125,6 +137,8 @@ class DuplexCapability:
                 return {"success": False, "reason": f"audio not enough: need {need} samples, only {len(self.buffer)}"}
             self.buffer = self.buffer[need:]
             self.chunk_idx += 1
+            if hasattr(self.model, "audio_kv_chunks"):  # get_audio_embedding_streaming grows the model's cache
+                self.model.audio_kv_chunks += 1
             return {"success": True, "reason": "", "cost_all": self.prefill_s}
         finally:
             self.busy.release()
@@ -188,8 +202,12 @@ class DuplexCapability:
 class UnifiedMiniCPMO:
     """``MiniCPMO`` of ``modeling_minicpmo_unified.py``: ``init_unified`` then ``set_mode`` (no as_duplex)."""
 
+    loads = 0  # MiniCPMO.from_pretrained calls in this process
+
     def __init__(self, **stand_in: Any):
+        type(self).loads += 1
         self.stand_in = stand_in
+        self.audio_kv_chunks = 0  # audio_past_key_values: on the model, across duplex sessions
         self.duplex: DuplexCapability | None = None
         self.duplex_config: dict = {}
         self._current_mode: Any = None
@@ -204,6 +222,7 @@ class UnifiedMiniCPMO:
         if mode == self._current_mode:
             return
         self.session_resets += 1  # reset_session(reset_token2wav_cache=True)
+        self.audio_kv_chunks = 0
         if mode == ProcessorMode.DUPLEX and self.duplex is not None:
             self.duplex._reset_streaming_state()  # upstream also resets duplex.decoder here
         self._current_mode = mode
@@ -219,3 +238,39 @@ class HubMiniCPMO:
     def as_duplex(self, device=None, **kwargs):
         self.as_duplex_kwargs = dict(kwargs)
         return DuplexCapability(model=self, device=device, flavour=self.flavour, **self.stand_in, **kwargs)
+
+
+class StandInMiniCPMOEngine:
+    """The real ``MiniCPMOEngine`` over :class:`UnifiedMiniCPMO` (for an engine host started with
+    ``--adapter minicpmo_duplex:StandInMiniCPMOEngine``); each session's info says how many loads the
+    process has made and what the model-level cache held at the session's first chunk."""
+
+    def __new__(cls, params: dict, model_name: str = "minicpmo", capacity: int = 16):
+        from dyafdb.agents.minicpmo import MiniCPMOAgent, MiniCPMOEngine
+
+        stand_in = dict(params.pop("stand_in", {}) or {})
+
+        class Agent(MiniCPMOAgent):
+            def _load_base(self, folder):
+                return UnifiedMiniCPMO(**stand_in)
+
+            def close(self):
+                duplex = self.model
+                super().close()
+                kv = getattr(duplex, "kv_at_first_prefill", [])
+                self.last_kv_at_first_prefill = kv[-1] if kv else None
+
+        class Engine(MiniCPMOEngine):
+            agent_class = Agent
+
+            def open(self, session):
+                slot, info = super().open(session)
+                info.extra["standin_model_loads"] = UnifiedMiniCPMO.loads
+                return slot, info
+
+            def close(self, slot):
+                super().close(slot)
+                return {"kv_at_first_prefill": getattr(self.agent, "last_kv_at_first_prefill", None),
+                        "standin_model_loads": UnifiedMiniCPMO.loads}
+
+        return Engine(params, model_name, capacity)

@@ -228,6 +228,7 @@ class MiniCPMOAgent:
             base.init_unified(duplex_config=dict(self.duplex_config), device=str(self.params.get("device", "cuda")))
             if callable(getattr(base, "set_mode", None)):
                 base.set_mode(self._processor_mode(base).DUPLEX)
+            self._base = base
             duplex = base.duplex
         else:
             kwargs = dict(self.duplex_config)
@@ -311,6 +312,24 @@ class MiniCPMOAgent:
                              "ships as assets/ref_audio/ref_en_dlc_1.wav with OpenBMB's MiniCPM-o 4.5 demo; copy it there "
                              "or point ref_audio at it (see docs/models.md)")
         return path
+
+    def fresh_model_state(self) -> bool:
+        """Put the model's own per-session state back to what a fresh load has (an engine's next session).
+
+        ``prepare`` resets the duplex object's state, but the unified code keeps more on the model:
+        the Whisper encoder's streaming KV cache (``audio_past_key_values``, reset only when full),
+        the LLM and TTS caches and the token2wav cache, all cleared by ``reset_session``, which
+        ``set_mode`` runs only when the mode changes. A fresh load has run it (``init_unified`` sets
+        STREAMING, the adapter DUPLEX), so the engine switches to STREAMING and back. False where the
+        code has no such switch (the hub's ``as_duplex``; there ``prepare`` is all upstream resets).
+        """
+        base = getattr(self, "_base", None)
+        if base is None or not callable(getattr(base, "set_mode", None)):
+            return False
+        mode = self._processor_mode(base)
+        base.set_mode(mode.STREAMING)
+        base.set_mode(mode.DUPLEX)
+        return True
 
     # -- session state ---------------------------------------------------------------------------
     def _reset_session_state(self) -> None:
@@ -506,3 +525,56 @@ class MiniCPMOAgent:
         self._jobs.put(None)
         self._thread.join(timeout=self.chunk_timeout_s)
         self._thread = None
+
+
+class MiniCPMOEngine:
+    """MiniCPM-o behind an engine: the model loads once per GPU and hosts record jobs' sessions one after another.
+
+    Upstream keeps a duplex session's state on the loaded model itself (OpenBMB/minicpm-o-4_5-pytorch-simple-demo
+    @ c7e1660 ``modeling_minicpmo_unified.py``: the one ``DuplexCapability`` that ``init_unified`` builds, the
+    processor's streaming mel state that ``init_streaming_processor`` resets, the Whisper streaming cache
+    ``audio_past_key_values`` of ``get_audio_embedding_streaming``, the token2wav stream caches on
+    ``tts.audio_tokenizer``), and the demo server runs one session per worker. So the engine hosts one
+    session at a time (``concurrent`` 1; the others' jobs wait for their turn before opening anything) and
+    gives each the state of a fresh load (:meth:`MiniCPMOAgent.fresh_model_state`, then ``prepare``). Per
+    session the adapter is unchanged: chunking, FIFO, backpressure, seeding. A failed chunk leaves the
+    model's state unknown, so it fails the engine (its jobs rerun), as a failing batched step does.
+    """
+
+    lockstep = False
+    concurrent = 1
+    agent_class: type = MiniCPMOAgent
+
+    def __init__(self, params: dict[str, Any], model_name: str = "minicpmo", capacity: int = 16):
+        self.model_name, self.capacity = model_name, capacity
+        self.agent = self.agent_class(params, model_name)  # the one model load
+        self.sessions_hosted = 0
+        self._open: int | None = None
+
+    def open(self, session: Session) -> tuple[int, AgentInfo]:
+        if self._open is not None:
+            raise AgentError("MiniCPM-o engine: a session is already open (upstream keeps one session's state on the model)")
+        reset = self.agent.fresh_model_state() if self.sessions_hosted else False
+        info = self.agent.open(session)
+        self.sessions_hosted += 1
+        self._open = 0
+        info.extra = {**info.extra, "engine": True, "engine_capacity": self.capacity, "engine_concurrent": self.concurrent,
+                      "engine_session_number": self.sessions_hosted,
+                      "engine_model_state": "fresh load" if self.sessions_hosted == 1 else
+                      ("reset as at load (set_mode STREAMING -> DUPLEX)" if reset else "prepare only (no set_mode)")}
+        return 0, info
+
+    def step_one(self, slot: int, heard: np.ndarray) -> Frame:
+        from dyafdb.agents.engine.sessions import EngineFailure
+
+        try:
+            return self.agent.step(heard)
+        except AgentError as exc:  # a failed or stuck chunk: the model's state is unknown
+            raise EngineFailure(str(exc)) from exc
+
+    def close(self, slot: int) -> None:
+        self.agent.close()
+        self._open = None
+
+    def shutdown(self) -> None:
+        self.agent.close()

@@ -63,6 +63,7 @@ are never fetched: the command points at a local SGLang bundle (``checkpoint_dir
 from __future__ import annotations
 
 import atexit
+import copy
 import json
 import os
 import queue
@@ -188,6 +189,9 @@ def self_play_problem(config: dict[str, Any], model: str) -> tuple[str, str] | N
     a self-play job puts both workers on one node, where two heads collide and ``ray stop`` ends both."""
     if not starts_ray_head((config["models"][model].get("params") or {})):
         return None
+    engine = config["models"][model].get("engine")
+    if engine is not None and int(engine.get("sessions", 16)) >= 2:
+        return None  # an engine runs one gateway per node, and both sides are sessions of it (RaonEngine)
     suites = [name for name, suite in (config.get("suites") or {}).items()
               if suite.get("enabled", True) and model in suite.get("models", []) and not suite.get("cross_play_only", False)
               and (not suite.get("only_with") or model in suite["only_with"])]
@@ -196,7 +200,8 @@ def self_play_problem(config: dict[str, Any], model: str) -> tuple[str, str] | N
     return (f"suites {', '.join(suites)} self-play {model}, and each {model} worker starts its own Ray head "
             "(params.gateway.command runs launch_worker.py --role head): two on one node collide and `ray stop` "
             "ends both",
-            "start one demo gateway on the node by hand (FD_MAX_SESSIONS_PER_GPU=2 python3 launch_worker.py --role "
+            f"give models.{model} an engine section (engine: {{sessions: 8}}: one gateway per node, both sides its "
+            "sessions); or start one demo gateway on the node by hand (FD_MAX_SESSIONS_PER_GPU=2 python3 launch_worker.py --role "
             "head ... and launch_gateway.py --http, output to a log file), set models."
             f"{model}.params.url to it and params.gateway_log to that log, and drop params.gateway; or set "
             "cross_play_only: true on those suites (docs/models.md)")
@@ -424,6 +429,8 @@ class RaonAgent:
         self._voice_problem: str | None = None
         self._voice_predicted = False  # the problem is ECAPA missing, until the gateway's own line replaces it
         self._voice_log: GatewayLog | None = None
+        self._voice_owner: RaonAgent = self  # an engine's sessions share the gateway's voice state
+        self._voice_lock = threading.Lock()
         check_gateway_command(params, model_name)
         self.code_info = gateway_code(params, model_name)
         if params.get("checkpoint_dir"):
@@ -584,8 +591,18 @@ class RaonAgent:
 
     def _scan_voice(self) -> None:
         """Upstream's speaker-failure lines in the gateway log since the last look."""
+        owner = self._voice_owner
+        if owner is not self:  # one gateway, one log: its owner reads it for every session
+            owner._scan_voice()
+            with owner._voice_lock:
+                self._voice_problem, self._voice_predicted = owner._voice_problem, owner._voice_predicted
+            return
         if self._voice_log is None:
             return
+        with self._voice_lock:
+            self._scan_voice_locked()
+
+    def _scan_voice_locked(self) -> None:
         for line in self._voice_log.new_lines():
             if (self._voice_problem is None or self._voice_predicted) and any(m in line for m in VOICE_FAILURES):
                 self._voice_problem, self._voice_predicted = f"the gateway log says: {line.strip()[:300]}", False
@@ -822,3 +839,108 @@ class RaonAgent:
                 shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
         self._session_id = None
         return report
+
+
+def gateway_sessions(params: dict[str, Any], model: str, capacity: int) -> int:
+    """Sessions the engine's gateway hosts at once: ``engine.sessions`` for the demo gateway (its worker's
+    ``--max-sessions-per-gpu``, set through FD_MAX_SESSIONS_PER_GPU), 1 for the realtime one (one active
+    session per process; a start with ``force_restart`` ends the active one)."""
+    if str(params.get("variant", DEFAULT_VARIANT)) == "realtime":
+        return 1
+    spec = params.get("gateway") or {}
+    given = (spec.get("env") or {}).get("FD_MAX_SESSIONS_PER_GPU")
+    argv = [str(a) for a in spec.get("command") or []]
+    if "--max-sessions-per-gpu" in argv and argv.index("--max-sessions-per-gpu") + 1 < len(argv):
+        given = argv[argv.index("--max-sessions-per-gpu") + 1]
+    if given is not None and str(given) != str(capacity):
+        raise InputError(f"models.{model}.params.gateway sets the worker's sessions per GPU to {given}, but "
+                         f"models.{model}.engine.sessions is {capacity}; drop FD_MAX_SESSIONS_PER_GPU / "
+                         "--max-sessions-per-gpu (the engine sets it from engine.sessions) or make them equal")
+    return capacity
+
+
+class RaonEngine:
+    """Raon behind an engine: one gateway (the model load) per GPU, hosting record jobs' sessions.
+
+    The gateway already is a long-lived server that holds the frame clock and each session's state, so
+    the engine is its service: it starts the gateway once, as the adapter does (the same command checks,
+    ECAPA check, voice, log), and each record job's session is a client session of that gateway. Which
+    state is per session and which is shared (krafton-ai/Raon-SpeechChat-Demo @ 5b3bc6f): per session
+    ``worker/session.py`` ``SessionState`` (raw input buffer, ``RaonDecodingState`` with the KV cache and
+    sequences, prompt tokens, a copy of the speaker embedding, sampling, error streaks, idle clock);
+    shared ``worker/engine.py`` ``RaonEngine``'s SGLang model and tokenizer, the default speaker embedded
+    once at worker start (``_load_default_speaker_embeds``), and ``_model_lock``, under which every
+    session's decode step runs (sessions are served one step at a time, not batched). ``create_session``
+    refuses more than ``max_sessions`` (``--max-sessions-per-gpu`` / FD_MAX_SESSIONS_PER_GPU), which
+    the engine sets to ``engine.sessions``: that many sessions run at once. The realtime gateway has one
+    active session per process, so there it is one.
+
+    One gateway also means one Ray head per node: raon+raon self-play runs as two sessions of it.
+    The gateway dying fails every hosted session and the engine; a session's own CLOSE or decode errors
+    end or mark that session only, as in a per-job worker.
+    """
+
+    lockstep = False
+
+    def __init__(self, params: dict[str, Any], model_name: str = "raon", capacity: int = 16):
+        params = copy.deepcopy(params)
+        self.concurrent = gateway_sessions(params, model_name, capacity)
+        if params.get("gateway") and str(params.get("variant", DEFAULT_VARIANT)) == "demo":
+            params["gateway"].setdefault("env", {})["FD_MAX_SESSIONS_PER_GPU"] = str(self.concurrent)
+        self.model_name, self.capacity = model_name, capacity
+        self.primary = RaonAgent(params, model_name)  # starts the gateway: the one model load
+        self._sessions: dict[int, RaonAgent] = {}
+        self._lock = threading.Lock()
+        self.sessions_hosted = 0
+
+    def session_agent(self) -> RaonAgent:
+        """A client session of the engine's gateway, sharing its process, url and voice state."""
+        agent = copy.copy(self.primary)
+        agent._voice_owner = self.primary
+        agent.ws, agent._reader, agent._session_id, agent._pending_uri = None, None, None, None
+        agent._inbox = queue.Queue()
+        agent._audio_out = np.zeros(0, dtype=np.float32)
+        agent._errors, agent._error_count, agent.tick = [], 0, 0
+        return agent
+
+    def open(self, session: Session) -> tuple[int, AgentInfo]:
+        agent = self.session_agent()
+        with self._lock:  # sessions open from their connections' threads at once
+            free = [i for i in range(self.concurrent) if i not in self._sessions]
+            if not free:
+                raise AgentError(f"Raon engine full: {self.concurrent} session(s) at once")
+            slot = free[0]
+            self._sessions[slot] = agent
+            self.sessions_hosted += 1
+            number = self.sessions_hosted
+        try:
+            info = agent.open(session)
+        except BaseException:
+            with self._lock:
+                self._sessions.pop(slot, None)
+            raise
+        info.extra = {**info.extra, "engine": True, "engine_capacity": self.capacity, "engine_concurrent": self.concurrent,
+                      "engine_session_number": number}
+        return slot, info
+
+    def step_one(self, slot: int, heard: np.ndarray) -> Frame:
+        from dyafdb.agents.engine.sessions import EngineFailure
+
+        try:
+            return self._sessions[slot].step(heard)
+        except AgentError as exc:
+            gateway = self.primary.gateway
+            if gateway is not None and gateway.exit_code() is not None:  # the model is gone for everyone
+                raise EngineFailure(str(exc)) from exc
+            raise
+
+    def close(self, slot: int) -> dict[str, Any] | None:
+        with self._lock:
+            agent = self._sessions.pop(slot, None)
+        return agent.close() if agent is not None else None
+
+    def shutdown(self) -> None:
+        for slot in list(self._sessions):
+            self.close(slot)
+        if self.primary.gateway is not None:
+            self.primary.gateway.stop()

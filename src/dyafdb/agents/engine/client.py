@@ -24,6 +24,14 @@ ENGINES_ENV = "DYAFDB_ENGINES"
 # engine's socket before failing the conversation, instead of loading a copy on a node whose GPUs
 # were asked for the engines.
 ENGINES_WAIT_ENV = "DYAFDB_ENGINES_WAIT_S"
+# How long a job waits for a turn at an engine that hosts a few sessions at a time (MiniCPM-o: one):
+# the jobs of a node group queue there, each for the conversations before it.
+TURN_WAIT_ENV = "DYAFDB_ENGINE_TURN_WAIT_S"
+DEFAULT_TURN_WAIT_S = 7200.0
+# Turns this process holds per engine socket, and how many the engine has: a record job that holds
+# them all (self-play on a one-session engine) would wait for itself, so it loads its own copy.
+_TURNS_HELD: dict[str, int] = {}
+_TURNS_OF: dict[str, int] = {}
 
 
 def engine_socket(model: str) -> Path | None:
@@ -33,6 +41,8 @@ def engine_socket(model: str) -> Path | None:
     if not folder:
         return None
     path = Path(folder) / f"{model}.sock"
+    if _TURNS_HELD.get(str(path), 0) >= _TURNS_OF.get(str(path), 1 << 30):
+        return None  # this job holds every turn (self-play on a one-session engine): waiting would never end
     wait_s = float(os.environ.get(ENGINES_WAIT_ENV) or 0)
     if wait_s > 0:
         deadline = time.monotonic() + wait_s
@@ -82,7 +92,15 @@ class EngineAgent(WireSession):
                 time.sleep(0.05)
         self._fd = self.sock.fileno()
         self._reader = wire.FdReader(self._fd)
-        self.worker_info = json.loads(self._expect(wire.READY, connect_timeout_s, "connecting"))
+        # An engine that steps sessions on their own answers READY when a turn is free.
+        turn_wait = float(os.environ.get(TURN_WAIT_ENV) or DEFAULT_TURN_WAIT_S)
+        self.worker_info = json.loads(self._expect(wire.READY, connect_timeout_s + turn_wait,
+                                                   "connecting (waiting for a turn)"))
+        self._turn = not self.worker_info.get("lockstep", True)
+        if self._turn:
+            key = str(self.socket_path)
+            _TURNS_HELD[key] = _TURNS_HELD.get(key, 0) + 1
+            _TURNS_OF[key] = int(self.worker_info.get("concurrent") or 1)
 
     def wait_ready(self) -> None:
         """Connected means ready: the engine loaded its model before its socket appeared."""
@@ -113,10 +131,13 @@ class EngineAgent(WireSession):
                              f"got {wire.KIND_NAMES.get(got, got)}")
         return payload
 
-    def close(self) -> None:
+    def close(self) -> dict | None:
+        """End the session; what the engine's model reported at close (as a worker's agent does)."""
         if self.sock.fileno() >= 0:
             self._send(wire.encode(wire.CLOSE))
-            self._expect(wire.CLOSED, self.step_timeout_s, "closing the session")
+            payload = self._expect(wire.CLOSED, self.step_timeout_s, "closing the session")
+            return json.loads(payload) if payload else None
+        return None
 
     def shutdown(self) -> None:
         """Leave the engine (it stays up for other jobs)."""
@@ -128,6 +149,10 @@ class EngineAgent(WireSession):
         self.kill()
 
     def kill(self) -> None:
+        if getattr(self, "_turn", False):
+            self._turn = False
+            key = str(self.socket_path)
+            _TURNS_HELD[key] = max(0, _TURNS_HELD.get(key, 1) - 1)
         try:
             self.sock.close()
         except OSError:

@@ -6,6 +6,12 @@ worker frame protocol (``dyafdb.agents.wire``): the host sends READY on connect,
 STEP, CLOSE and QUIT as a worker does. Frames of all sessions go through one
 :class:`~dyafdb.agents.engine.batcher.TickBatcher`.
 
+Engines whose model steps each session on its own (``lockstep = False``: MiniCPM-o, Raon) go
+through a :class:`~dyafdb.agents.engine.sessions.SessionPool` instead: a connection waits for a turn
+(one of the model's ``concurrent`` sessions) before READY, keeps it until it leaves, and its session
+is dropped when it sends nothing for the step timeout. CLOSED carries what the model reported at
+close (Raon's recoverable errors and voice facts), as a worker's does.
+
 It exits on SIGTERM/SIGINT, after ``--idle-exit-s`` with no session (so a forgotten engine never
 holds a GPU for long), when its parent dies (Linux), or with code 1 when a model step fails; the
 socket file is removed on the way out. A session's own error (a bad message, a dropped session)
@@ -28,8 +34,9 @@ from pathlib import Path
 import numpy as np
 
 from dyafdb.agents import wire
-from dyafdb.agents.base import Session, check_frame
+from dyafdb.agents.base import AgentError, Session, check_frame
 from dyafdb.agents.engine.batcher import TickBatcher
+from dyafdb.agents.engine.sessions import SessionPool
 
 
 class EngineHost:
@@ -41,7 +48,11 @@ class EngineHost:
         t0 = time.perf_counter()
         self.engine = make_engine(adapter, params, model, capacity)
         self.load_s = time.perf_counter() - t0
-        self.batcher = TickBatcher(self.engine, max_wait_s=max_wait_s, step_timeout_s=step_timeout_s)
+        self.lockstep = bool(getattr(self.engine, "lockstep", True))
+        self.step_timeout_s = step_timeout_s
+        self.batcher: TickBatcher | SessionPool = (
+            TickBatcher(self.engine, max_wait_s=max_wait_s, step_timeout_s=step_timeout_s) if self.lockstep
+            else SessionPool(self.engine, step_timeout_s=step_timeout_s))
         self.idle_exit_s = idle_exit_s
         self.connections = 0
         self._active = 0
@@ -53,7 +64,8 @@ class EngineHost:
         return {"adapter": self.adapter, "model": self.model, "pid": os.getpid(), "engine": True,
                 "capacity": self.engine.capacity, "model_loads": 1, "load_s": round(self.load_s, 3),
                 "sessions_opened": self.batcher.sessions_opened, "ticks": len(self.batcher.batch_sizes),
-                "largest_batch": max(self.batcher.batch_sizes, default=0)}
+                "largest_batch": max(self.batcher.batch_sizes, default=0), "lockstep": self.lockstep,
+                "concurrent": getattr(self.batcher, "concurrent", self.engine.capacity)}
 
     def serve(self) -> int:
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
@@ -96,12 +108,28 @@ class EngineHost:
         fd = conn.fileno()
         reader = wire.FdReader(fd)
         handle = None
+        turn = False
         try:
+            if not self.lockstep:  # wait for a turn before READY: the job opens nothing while it waits
+                try:
+                    turn = self.batcher.acquire_turn(self._stop)
+                except AgentError as exc:
+                    wire.write_all(fd, wire.encode_json(wire.ERROR, {"error": str(exc)}))
+                    return
+                if not turn:
+                    return
             wire.write_all(fd, wire.encode_json(wire.READY, {**self.info(), "adapter_version": _version()}))
             while True:
                 try:
-                    kind, payload = reader.read()
+                    # A lockstep session's silence is the batcher's to judge; an own-stepped one is
+                    # dropped here, freeing its turn for the next job.
+                    timeout = self.step_timeout_s if handle is not None and not self.lockstep else None
+                    kind, payload = reader.read(timeout)
                 except EOFError:
+                    return
+                except TimeoutError:
+                    print(f"engine {self.model}: dropped a session silent for {self.step_timeout_s:g} s (step timeout)",
+                          file=sys.stderr, flush=True)
                     return
                 try:
                     if kind == wire.OPEN:
@@ -118,10 +146,12 @@ class EngineHost:
                         frame = check_frame(self.batcher.step(handle, heard), self.adapter)
                         wire.write_all(fd, wire.encode_frame(frame.audio, frame.text, frame.finished))
                     elif kind == wire.CLOSE:
+                        report = None
                         if handle is not None:
-                            self.batcher.close(handle)
+                            report = self.batcher.close(handle)
                             handle = None
-                        wire.write_all(fd, wire.encode(wire.CLOSED))
+                        wire.write_all(fd, wire.encode_json(wire.CLOSED, report) if isinstance(report, dict)
+                                       else wire.encode(wire.CLOSED))
                     elif kind == wire.QUIT:
                         return
                     else:
@@ -134,7 +164,12 @@ class EngineHost:
             return
         finally:
             if handle is not None:
-                self.batcher.close(handle)
+                try:
+                    self.batcher.close(handle)
+                except Exception as exc:  # the connection is gone either way
+                    print(f"engine {self.model}: closing a session failed: {exc}", file=sys.stderr, flush=True)
+            if turn:
+                self.batcher.release_turn()
             conn.close()
             with self._lock:
                 self._active -= 1

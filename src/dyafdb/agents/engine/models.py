@@ -16,14 +16,30 @@ from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session, silence
 from dyafdb.errors import InputError
 
 ENGINES: dict[str, str] = {
+    "minicpmo": "dyafdb.agents.minicpmo:MiniCPMOEngine",
     "moshi": "dyafdb.agents.moshi.engine:MoshiEngine",
     "null": "dyafdb.agents.engine.models:NullEngine",
     "personaplex": "dyafdb.agents.moshi.personaplex_engine:PersonaPlexEngine",
+    "raon": "dyafdb.agents.raon:RaonEngine",
 }
 
 # Adapters whose sessions an engine steps in one batched forward pass per tick (the Moshi architecture);
 # `dyafdb plan` projects their GPU time with engines from the per-tick cost.
 BATCHED_ADAPTERS: tuple[str, ...] = ("moshi", "personaplex")
+# Adapters whose engine keeps one loaded model and steps each session on its own (the model holds
+# per-session state and serialises compute itself), with how many sessions it hosts at once:
+# MiniCPM-o keeps its streaming state on the model object (one session at a time, one after another
+# without reloading); Raon's gateway hosts ``engine.sessions`` at once (FD_MAX_SESSIONS_PER_GPU).
+# docs/engines.md says which state is per session and which is shared.
+SESSION_ADAPTERS: dict[str, int | None] = {"minicpmo": 1, "raon": None}
+
+
+def concurrent_sessions(spec: dict[str, Any]) -> int:
+    """How many sessions of this model's engine run at once (its turns): ``engine.sessions`` for the
+    batched and gateway engines, 1 where upstream keeps the session's state on the model."""
+    sessions = int((spec.get("engine") or {}).get("sessions", 16))
+    fixed = SESSION_ADAPTERS.get(spec.get("adapter", ""))
+    return min(fixed, sessions) if fixed else sessions
 
 
 def make_engine(adapter: str, params: dict[str, Any], model_name: str, capacity: int) -> Any:
