@@ -1,21 +1,26 @@
 # The text-only pairing (Appendix E): the same scenarios played as text by the judge's LLM, scored
-# by the same questions, and Table 9 comparing it with the spoken runs.
+# by the same questions, and Table 9 comparing it with the spoken runs. What each rule reads is
+# dyafdb.text_pairing.inputs; its archetypes are text_pairing.archetypes (dyafdb.text_pairing.archetypes).
+
+from dyafdb.text_pairing.inputs import TextPairingInputs
+
+TEXT_PAIRING = TextPairingInputs(config, CONVERSATIONS, RESULTS)
 
 
 rule text_pair_generate:
     input:
-        scenarios=ANALYSIS_PLAN.archetype_scenarios,
+        scenarios=TEXT_PAIRING.scenarios,
     output:
         R.text_conversations("{task}"),
     params:
-        settings=ANALYSIS_PLAN.text_settings(),
+        settings=TEXT_PAIRING.settings(),
     log:
         R.log("text_pairing", "generate_{task}"),
     benchmark:
         R.benchmark("text_pairing", "generate_{task}")
     conda:
         "../../envs/dyafdb.yml"
-    threads: ANALYSIS_PLAN.text_generate_threads
+    threads: TEXT_PAIRING.generate_threads
     resources:
         mem_mb=2000,
         runtime=120,
@@ -27,18 +32,18 @@ rule text_pair_generate:
 rule text_pair_score:
     input:
         conversations=R.text_conversations("{task}"),
-        templates=ANALYSIS_PLAN.text_judge_templates,
+        templates=TEXT_PAIRING.judge_templates,
     output:
         R.text_measures("{task}"),
     params:
-        judge=ANALYSIS_PLAN.text_judge(),
+        judge=TEXT_PAIRING.judge(),
     log:
         R.log("text_pairing", "score_{task}"),
     benchmark:
         R.benchmark("text_pairing", "score_{task}")
     conda:
         "../../envs/dyafdb.yml"
-    threads: ANALYSIS_PLAN.text_judge_threads
+    threads: TEXT_PAIRING.judge_threads
     resources:
         mem_mb=2000,
         runtime=120,
@@ -49,8 +54,8 @@ rule text_pair_score:
 
 rule text_pair_table:
     input:
-        runs=ANALYSIS_PLAN.runs_of(["T1-1", "T2", "T3-2", "T4-2"]),
-        text=[R.text_measures(t) for t in ANALYSIS_PLAN.text_tasks],
+        runs=TEXT_PAIRING.speech_runs,
+        text=TEXT_PAIRING.measures,
     output:
         tsv=R.analysis_table("text_pairing"),
         html=report(R.analysis_table("text_pairing", "html"), caption="../report/text_pairing.rst", category="Text pairing"),

@@ -374,7 +374,7 @@ def text_pairing_product(config: dict, root: Path, runs_paths: list[Path], text_
                          out: Path, html: Path | None, judge: str | None = None) -> pd.DataFrame:
     """Table 9: the speech models' task scores (per-run tables) beside the text-only pairing's
     (its measures tables, written by ``dyafdb text-pairing score``)."""
-    from dyafdb.analysis.tables import table9, table9_gaps
+    from dyafdb.analysis.tables import table9, table9_columns, table9_gaps
     from dyafdb.text_pairing.pairing import main_judge_name, text_settings
 
     speech = read_runs(runs_paths)
@@ -390,14 +390,15 @@ def text_pairing_product(config: dict, root: Path, runs_paths: list[Path], text_
         judge = judge or main_judge_name(config, ts)
         present = set(measures.loc[measures["judge"] != "", "judge"])
         text = build_runs(measures, settings, judge if judge in present else "auto")
-    table = table9(speech, text, settings, {name: m.display for name, m in ts.models.items()})
+    columns = table9_columns(ts.archetypes)
+    table = table9(speech, text, settings, {name: m.display for name, m in ts.models.items()}, columns)
     write_tsv(table, out)
     if html:
         write_text_atomic(html, render.frame_html(
             table.drop(columns=["model"]), "Task performance of the text-only pairing", settings,
             note=_notes("speech rows average each model over its pairings; text rows come from their one pairing; "
                         "T2 is a team score; T3-2 is the presser's agreement rate",
-                        *(f"– {g}" for g in table9_gaps(table, speech, text))),
+                        *(f"– {g}" for g in table9_gaps(table, speech, text, columns))),
             empty=(f"no archetype of the text pairing ({', '.join(ts.archetypes)}) in this config's suite: "
                    "nothing to compare" if not text_measures else "no judged run at the main window, spoken or in text")))
     return table

@@ -11,7 +11,7 @@ information (the paper's T3-1 averages are means of the two cross cells).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,8 @@ import pandas as pd
 from dyafdb.analysis import columns as C
 from dyafdb.analysis.answers import coverage_note, mechanical_note
 from dyafdb.analysis.settings import Settings
+from dyafdb.schema_check import schema_default
+from dyafdb.text_pairing.archetypes import table9_reads
 
 AVG = "avg"
 
@@ -332,29 +334,37 @@ def model_average(runs: pd.DataFrame, task: str, indicator: str = "score", skip_
     return cells["mean"].groupby(level=0).mean()
 
 
-# (column, archetype, indicator): Table 9's four tasks; T3-2 is the presser's agreement rate here,
-# not the occupancy (text has no channel to hold).
-TABLE9 = (("T1-1", "T1-1", "score"), ("T2", "T2", "score"), (f"T3-2 {C.SUCCESS_NAME['T3-2']}", "T3-2", "success"),
-          ("T4-2", "T4-2", "score"))
+def table9_columns(archetypes: Sequence[str]) -> tuple[tuple[str, str, str], ...]:
+    """(column, archetype, indicator) of Table 9 for the archetypes the text pairing played, as its
+    declaration (:mod:`dyafdb.text_pairing.archetypes`) reads them; a success column is named as the
+    other tables name that success (T3-2 agreement)."""
+    return tuple((task if indicator == "score" else f"{task} {C.SUCCESS_NAME[task]}", task, indicator)
+                 for task, indicator in table9_reads(archetypes))
 
 
-def table9(speech_runs: pd.DataFrame, text_runs: pd.DataFrame | None, speech_labels, text_labels) -> pd.DataFrame:
+# The paper's Table 9: the text pairing's default archetypes.
+TABLE9 = table9_columns(schema_default("config-text_pairing", "archetypes"))
+
+
+def table9(speech_runs: pd.DataFrame, text_runs: pd.DataFrame | None, speech_labels, text_labels,
+           columns: Sequence[tuple[str, str, str]] = TABLE9) -> pd.DataFrame:
     """Speech models (each averaged over its pairings) above the text models of the text-only pairing
-    (their one pairing): Appendix E's Table 9."""
+    (their one pairing): Appendix E's Table 9, one column per :func:`table9_columns` entry."""
     rows = []
     for kind, runs, label in (("speech", speech_runs, speech_labels), ("text", text_runs, text_labels)):
         if runs is None or runs.empty:
             continue
-        per_task = {col: model_average(runs, task, indicator) for col, task, indicator in TABLE9}
+        per_task = {col: model_average(runs, task, indicator) for col, task, indicator in columns}
         models = list(dict.fromkeys(m for s in per_task.values() for m in s.index))
         order = label.order(models) if hasattr(label, "order") else models
         for m in order:
             rows.append({"model": m, "label": label.label(m) if hasattr(label, "label") else label.get(m, m), "kind": kind,
                          **{col: float(s.get(m, float("nan"))) for col, s in per_task.items()}})
-    return pd.DataFrame(rows, columns=["model", "label", "kind", *[c for c, _, _ in TABLE9]])
+    return pd.DataFrame(rows, columns=["model", "label", "kind", *[c for c, _, _ in columns]])
 
 
-def table9_gaps(table: pd.DataFrame, speech_runs: pd.DataFrame | None, text_runs: pd.DataFrame | None) -> list[str]:
+def table9_gaps(table: pd.DataFrame, speech_runs: pd.DataFrame | None, text_runs: pd.DataFrame | None,
+                columns: Sequence[tuple[str, str, str]] = TABLE9) -> list[str]:
     """Why each dash of Table 9 is a dash, one line per empty cell ("<label>, <column>: <why>"): the
     model has no run of the task, plays only the side the column does not read, or its runs have
     no value (the judge answers left out, and why)."""
@@ -363,7 +373,7 @@ def table9_gaps(table: pd.DataFrame, speech_runs: pd.DataFrame | None, text_runs
     out = []
     for _, row in table.iterrows():
         runs = text_runs if row["kind"] == "text" else speech_runs
-        for col, task, indicator in TABLE9:
+        for col, task, indicator in columns:
             if pd.notna(row.get(col)):
                 continue
             mine = runs[(runs["task"] == task) & (runs[C.MODEL] == row["model"])] if runs is not None and len(runs) else None

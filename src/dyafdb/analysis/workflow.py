@@ -21,21 +21,15 @@ class AnalysisPlan:
         self.config = config
         self.results = Results(results)
         self.root = self.results.analysis
-        self.section = dict(config.get("analysis") or {})
+        self.section = config["analysis"]  # validated: the schema filled its defaults
         self.judging = JudgePlan(config, conversations, results)
         self.judges = self.judging.judges
         self.by_archetype: dict[str, list[str]] = {}
         for cid in sorted(conversations):
             self.by_archetype.setdefault(conversations[cid].archetype, []).append(cid)
-        self.scenarios = {a: sorted({f"{config['scenarios_dir']}/{a}/{conversations[c].scenario}.yaml" for c in ids})
-                          for a, ids in self.by_archetype.items()}
         self.tasks = sorted(self.by_archetype)
         self.main_tasks = [t for t in C.MAIN_TASKS if t in self.tasks] or self.tasks
-        formats = self.section.get("figure_formats", ["png", "pdf"])
-        self.figure_formats = ["png"] + [f for f in formats if f != "png"]  # the report embeds PNG
-        self.text = dict(config.get("text_pairing") or {})
-        self.text_enabled = bool(self.text.get("enabled", False))
-        self.text_tasks = [t for t in self.text.get("archetypes", ["T1-1", "T2", "T3-2", "T4-2"]) if t in self.tasks]
+        self.figure_formats = ["png"] + [f for f in self.section["figure_formats"] if f != "png"]  # the report embeds PNG
 
     def settings(self, *keys: str) -> str:
         """The analysis keys a rule depends on, as a params string (a change reruns that rule alone)."""
@@ -56,30 +50,6 @@ class AnalysisPlan:
         measures, recordings' meta.json and garble.json. Those are listed as the archetype's mechanical
         table, written once all of them exist: one planned file instead of three per conversation."""
         return [self.results.mechanical_table(wildcards.task), *self.judging.outputs_of(wildcards.task)]
-
-    def archetype_scenarios(self, wildcards) -> list[str]:
-        return self.scenarios.get(wildcards.task, [])
-
-    def text_judge_templates(self, wildcards) -> list[str]:
-        from dyafdb.text_pairing.pairing import QUESTIONS
-
-        return [f"{self.judges.prompts_dir}/{q}.txt" for q in QUESTIONS.get(wildcards.task, ())]
-
-    def text_settings(self) -> str:
-        return json.dumps({k: v for k, v in self.text.items() if k != "judge"}, sort_keys=True, default=str)
-
-    def text_generate_threads(self, wildcards=None) -> int:
-        """CPU threads of the in-process text models (they take turns, so the most any one uses)."""
-        local = [int(m.get("threads", 2)) for m in (self.text.get("models") or {}).values() if m.get("backend") == "llamacpp"]
-        return max(local, default=1)
-
-    def text_judge_threads(self, wildcards=None) -> int:
-        name = self.text.get("judge") or self.judges.main_judge
-        spec = self.judges.judges.get(name) if name else None
-        return spec.threads if spec is not None and spec.backend == "llamacpp" else 1
-
-    def text_judge(self) -> str:
-        return json.dumps({"judge": self.text.get("judge"), "judges": self.config.get("judge")}, sort_keys=True, default=str)
 
     def figures(self) -> dict[str, tuple[str, list[str], str]]:
         """figure name -> (dyafdb analysis figure kind, input tables, report category), from the

@@ -87,7 +87,7 @@ def text_settings(config: Mapping[str, Any]) -> TextSettings:
         repetitions=int(section["repetitions"]), counterbalance=bool(section["counterbalance"]),
         word_budget=int(section["word_budget"]), max_turns=int(section["max_turns"]), framing=section["framing"],
         kickoff=section["kickoff"], judge=section.get("judge"), seed=int(section["seed"]),
-        enabled=bool(section.get("enabled", False)),
+        enabled=bool(section["enabled"]),
     )
 
 
