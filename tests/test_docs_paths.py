@@ -60,8 +60,8 @@ def _named_paths(doc: Path) -> list[tuple[str, Path]]:
 
 def test_the_scan_finds_the_paths_it_should():
     # The scan itself, on paths this repository is known to have and not to have.
-    assert _exists("tests/<stage>/", REPO) and _exists("workflow/rules/common.smk", REPO)
-    assert all(_exists(p, REPO) for p in _expand("workflow/rules/{common,record}.smk"))
+    assert _exists("tests/<stage>/", REPO) and _exists("workflow/rules/common/config.smk", REPO)
+    assert all(_exists(p, REPO) for p in _expand("workflow/rules/{score,record}.smk"))
     assert not _exists("tests/agents/no_such_test.py", REPO)
     readme = dict(_named_paths(REPO / "README.md"))
     assert "tests/test_layers.py" in readme and "docs/engines.md" in readme

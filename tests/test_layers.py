@@ -140,25 +140,29 @@ _RULE_IMPORT = re.compile(r"^\s*(?:from\s+(dyafdb(?:\.\w+)*)\s+import|import\s+(
 
 def rules_violations(rules: Path = RULES) -> list[str]:
     """A stage's rules file (``<stage>.smk``) imports its own stage, the leaves and earlier stages only;
-    ``common.smk`` is the workflow's top, like the command line (it plans, checks and summarises)."""
+    the files under ``common/`` are the workflow's top, like the command line (config, site, the run's
+    hooks: they plan, check and summarise)."""
     out = []
-    for path in sorted(rules.glob("*.smk")):
-        importer = path.stem if path.stem in STAGES else "commands"
+    for path in sorted(rules.rglob("*.smk")):
+        importer = path.stem if path.parent == rules and path.stem in STAGES else "commands"
         for found in _RULE_IMPORT.finditer(path.read_text(encoding="utf-8")):
             module = found.group(1) or found.group(2)
             line = path.read_text(encoding="utf-8")[:found.start()].count("\n") + 1
             if not _allowed(importer, _layer(module)):
-                out.append(f"workflow/rules/{path.name}:{line}: {importer} imports {module}")
+                out.append(f"workflow/rules/{path.relative_to(rules).as_posix()}:{line}: {importer} imports {module}")
     return out
 
 
 def test_no_rules_file_imports_a_later_stage():
     found = rules_violations()
     assert not found, "rules files importing against the pipeline order:\n" + "\n".join(found)
-    assert {p.stem for p in RULES.glob("*.smk")} - {"common"} <= set(STAGES), "a rules file not named after its stage"
+    assert {p.stem for p in RULES.glob("*.smk")} <= set(STAGES), "a rules file not named after its stage"
+    assert {p.parent for p in RULES.rglob("*.smk")} == {RULES, RULES / "common"}, "rules outside rules/ and rules/common/"
 
 
 def test_the_rules_walk_sees_lazy_imports(tmp_path):
     (tmp_path / "record.smk").write_text("from dyafdb.record.spec import x\n\ndef f():\n    from dyafdb.analysis.io import y\n")
-    (tmp_path / "common.smk").write_text("from dyafdb.analysis.run_summary import z\n")
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "hooks.smk").write_text("from dyafdb.analysis.run_summary import z\n")
+    (tmp_path / "common" / "record.smk").write_text("from dyafdb.analysis.io import y\n")  # the top, whatever its name
     assert rules_violations(tmp_path) == ["workflow/rules/record.smk:4: record imports dyafdb.analysis.io"]

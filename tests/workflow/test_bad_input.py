@@ -151,7 +151,7 @@ def test_design_ids_and_the_workflow_wildcard_use_the_one_id_pattern(tmp_path):
     cfg = scripted_config(archetypes=["T1-1", "T4-2"], window_s=7.5)
     rows = build_design(load_config(write_config(tmp_path, cfg)), tmp_path)
     assert rows and all(re.fullmatch(ID_PATTERN, r.conversation_id) for r in rows)
-    assert "conversation=ID_PATTERN" in (REPO / "workflow/rules/common.smk").read_text()
+    assert "conversation=ID_PATTERN" in (REPO / "workflow/rules/common/config.smk").read_text()
 
 
 # ------------------------------------------- unreadable files (issue 15, item 6) and item 8's inputs

@@ -1,5 +1,8 @@
+import shlex
+
 from dyafdb.paths import CONVERSATION_IN_SHARD, SHARD_PATTERN
 from dyafdb.record.engine_groups import ENGINE_SOCKET, EngineGroups
+from dyafdb.record.inputs import RecordingInputs
 
 
 # Engine node groups on a cluster (dyafdb.record.engine_groups): when the profile groups the engine
@@ -7,6 +10,7 @@ from dyafdb.record.engine_groups import ENGINE_SOCKET, EngineGroups
 ENGINE_GROUPS = EngineGroups(config, CONVERSATIONS, group_name=lambda: workflow.group_settings.overwrite_groups.get("engine"),
                              cores=lambda: workflow.resource_settings.cores, local=lambda: workflow.local_exec,
                              target_jobs=lambda: workflow.dag_settings.target_jobs)
+RECORDING = RecordingInputs(config, CONVERSATIONS, ENGINE_GROUPS)
 
 
 rule engine:
@@ -25,10 +29,8 @@ rule engine:
         gpu=ENGINE_GROUPS.engine_resource("gpus", 0),
         mem_mb=ENGINE_GROUPS.engine_resource("mem_mb", 2000),
         runtime=ENGINE_GROUPS.engine_runtime,
-        **({"slurm_account": SITE_ACCOUNT} if SITE_ACCOUNT else {}),
-        # one SLURM job has one partition and GPU model: its record jobs' (RECORD_SITE)
-        slurm_partition=lambda wc: (SITE_GPU_PARTITION if _pair_gpus(*ENGINE_GROUPS.engine_pair(wc))[0] else SITE_PARTITION) or None,
-        gpu_model=lambda wc: _pair_gpus(*ENGINE_GROUPS.engine_pair(wc))[1] if _pair_gpus(*ENGINE_GROUPS.engine_pair(wc))[0] else None,
+        # one SLURM job has one partition and GPU model: its record jobs'
+        **RECORDING.engine_site_resources(SITE_PARTITION, SITE_GPU_PARTITION, SITE_ACCOUNT, SITE_GPU_MODEL),
     # Snakemake checks a consumer's inputs, service outputs too, within --latency-wait of its start,
     # and a model takes longer to load: an empty placeholder stands at the socket path from the start
     # (record jobs wait until it listens, DYAFDB_ENGINES_WAIT_S) and the engine replaces it once loaded.
@@ -39,8 +41,8 @@ rule engine:
 
 rule record:
     input:
-        scenario=scenario_file,
-        engines=ENGINE_GROUPS.record_engines,
+        scenario=RECORDING.scenario_file,
+        **RECORDING.engine_inputs,
     output:
         # The recording's folder (audio.wav, text.jsonl, garble.json, meta.json) replaces the old one
         # in one step (dyafdb.record.recording.publish), so meta.json, complete only with the rest,
@@ -48,8 +50,8 @@ rule record:
         # one instead of four made the main suite's dry-run ~0.7 of its CPU time (bench/bench_dryrun.py).
         meta=R.recording_file("{conversation}", "meta.json"),
     params:
-        spec=record_params,
-        engines=ENGINE_GROUPS.record_env,
+        spec=RECORDING.params,
+        engines=RECORDING.engine_env,
     log:
         R.conversation_log("record", "{conversation}"),
     benchmark:
@@ -62,13 +64,13 @@ rule record:
     conda:
         "../../envs/dyafdb.yml"
     # in a node group: the engines' group, so that SLURM gets engines and conversations as one job
-    group: ENGINE_GROUPS.record_group
+    group: RECORDING.group
     threads: ENGINE_GROUPS.record_share("cpus", 1)
     resources:
         gpu=ENGINE_GROUPS.record_share("gpus", 0),
         mem_mb=ENGINE_GROUPS.record_share("mem_mb", 2000),
         runtime=ENGINE_GROUPS.record_share("runtime_min", 10, max),
-        **RECORD_SITE,
+        **RECORDING.site_resources(SITE_PARTITION, SITE_GPU_PARTITION, SITE_ACCOUNT, SITE_GPU_MODEL),
     shell:
         # Constant strings and wildcards only: a param function would cost every one of the 7,560
         # jobs a call while Snakemake plans. `record` puts the conversation in its shard of --out.
