@@ -1,5 +1,6 @@
 """Planning cost and what it must not change: the workflow hands Snakemake each function's signature
-once (not per planned job), and every planned job's resources and shell command stay the same; the
+once (not per planned job) and describes no job that no log handler shows, and every planned job's
+resources and shell command, the job counts and what a quiet dry run prints stay the same; the
 analysis jobs that read the whole corpus declare memory from its size."""
 
 from __future__ import annotations
@@ -34,6 +35,24 @@ runpy.run_module("snakemake", run_name="__main__")
 """
 
 
+# Counts the job descriptions Snakemake builds (each formats the job's shell command).
+DESCRIBED = """
+import atexit, runpy, sys
+from snakemake import jobs
+built = [0]
+shellcmd = jobs.Job.shellcmd
+def counted(self):
+    built[0] += 1
+    return shellcmd.fget(self)
+jobs.Job.shellcmd = property(counted)
+atexit.register(lambda: print(f"SHELLCMD_BUILT={built[0]}", file=sys.stderr))
+sys.argv = ["snakemake", *sys.argv[1:]]
+runpy.run_module("snakemake", run_name="__main__")
+"""
+SHORTCUTS = ["fix_callable_signatures()\n", "skip_unshown_job_info()\n", "gc.freeze()\n", "gc.set_threshold(70_000, 10, 10)\n",
+             "atexit.register(gc.freeze)\n"]
+
+
 def _config(tmp_path):
     write_suite(tmp_path, archetypes=["T1-1", "T4-2"])
     cfg = scripted_config(archetypes=["T1-1", "T4-2"])
@@ -42,9 +61,10 @@ def _config(tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
 
 
-def _dry_run(tmp_path, snakefile, *args, counted=False):
+def _dry_run(tmp_path, snakefile, *args, counted=False, described=False):
     env = {**os.environ, **SITE, "PYTHONPATH": os.pathsep.join([TEST_PATH, os.environ.get("PYTHONPATH", "")])}
-    head = [sys.executable, "-c", COUNTED] if counted else [sys.executable, "-m", "snakemake"]
+    script = COUNTED if counted else DESCRIBED if described else None
+    head = [sys.executable, "-c", script] if script else [sys.executable, "-m", "snakemake"]
     out = subprocess.run([*head, "-s", str(snakefile), "--directory", str(tmp_path), "--configfile",
                           str(tmp_path / "config.yaml"), "--cores", "1", "-n", *args],
                          env=env, capture_output=True, text=True, timeout=300)
@@ -74,18 +94,47 @@ def test_planning_asks_each_function_signature_once_not_per_job(tmp_path):
     assert calls < jobs / 10, f"{calls} inspect.signature calls by Snakemake for {jobs} jobs"
 
 
-def test_stored_signatures_change_no_planned_job(tmp_path):
-    """The same jobs, resources and shell commands as the workflow without the planning shortcuts."""
-    _config(tmp_path)
+def _plain_workflow(tmp_path, shortcuts=SHORTCUTS):
+    """A copy of the workflow without the planning shortcuts (today's plan, as Snakemake makes it alone)."""
     plain = tmp_path / "plain"
     shutil.copytree(REPO / "workflow", plain / "workflow")
     snakefile = plain / "workflow" / "Snakefile"
     text = snakefile.read_text()
-    shortcuts = ["fix_callable_signatures()\n", "gc.freeze()\n", "gc.set_threshold(70_000, 10, 10)\n", "atexit.register(gc.freeze)\n"]
     for line in shortcuts:
         assert line in text
         text = text.replace(line, "")
     snakefile.write_text(text)
+    return plain, snakefile
+
+
+def _quiet_output(text, *folders):
+    """What a quiet dry run prints, less its date, workflow id and command line."""
+    for folder in folders:
+        text = text.replace(str(folder), "<workflow>")
+    return re.sub(r"^\s*(Date|Workflow ID|Command):.*$", "", text, flags=re.M)
+
+
+def test_quiet_plan_describes_no_job_and_prints_the_same(tmp_path):
+    """`--quiet rules` shows no job's description: it is not built, and the dry run prints the same
+    job counts and reasons as Snakemake's own method, which builds each job's shell command 3 times."""
+    _config(tmp_path)
+    plain, snakefile = _plain_workflow(tmp_path, ["skip_unshown_job_info()\n"])
+    ours = _dry_run(tmp_path, REPO / "workflow" / "Snakefile", "--quiet", "rules", described=True)
+    theirs = _dry_run(tmp_path, snakefile, "--quiet", "rules", described=True)
+    jobs = int(re.search(r"^total\s+(\d+)$", ours.stdout, re.M).group(1))
+    built = {name: int(re.search(r"SHELLCMD_BUILT=(\d+)", out.stderr).group(1)) for name, out in (("ours", ours), ("theirs", theirs))}
+    assert jobs > 50 and built["theirs"] >= 3 * jobs, built  # what the shortcut is for; fails if Snakemake stops doing it
+    assert built["ours"] == 0, f"the pinned Snakemake no longer takes skip_unshown_job_info: {built}"
+    assert _quiet_output(ours.stdout, REPO / "workflow") == _quiet_output(theirs.stdout, plain / "workflow")
+    # Not quiet, every job is described as before (and test_shortcuts_change_no_planned_job compares them).
+    shown = _dry_run(tmp_path, REPO / "workflow" / "Snakefile", described=True)
+    assert int(re.search(r"SHELLCMD_BUILT=(\d+)", shown.stderr).group(1)) >= 3 * jobs
+
+
+def test_shortcuts_change_no_planned_job(tmp_path):
+    """The same jobs, resources and shell commands as the workflow without the planning shortcuts."""
+    _config(tmp_path)
+    plain, snakefile = _plain_workflow(tmp_path)
     args = ("-p", "--profile", str(REPO / "profiles" / "slurm"))
     ours = _jobs(_dry_run(tmp_path, REPO / "workflow" / "Snakefile", *args).stdout)
     theirs = _jobs(_dry_run(tmp_path, snakefile, *args).stdout.replace(str(plain / "workflow"), str(REPO / "workflow")))
