@@ -53,6 +53,10 @@ def runs_product(measures_paths: list[Path] | None, settings: Settings, out: Pat
                  root: Path = Path("."), archetype: str | None = None) -> pd.DataFrame:
     """Per-run table from measures.tsv file(s), or (``archetype``) from that archetype's score outputs."""
     measures = read_measures(measures_paths) if measures_paths else measures_of_archetype(config or {}, root, archetype)
+    from dyafdb.analysis.bundles import merge_bundles
+
+    # a lab's bundle (analysis.bundles, `dyafdb analysis --add-bundle`) beside the local run's conversations
+    measures = merge_bundles(measures, config or {}, root, archetype)
     main, second = resolve_judges(measures, settings)
     runs = build_runs(measures, settings, main)
     runs.attrs["judge"] = main

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from dyafdb.analysis import registry
 from dyafdb.commands._common import add_config_argument, load_configs
+from dyafdb.declarations import declared
+from dyafdb.score.health import METRICS as HEALTH_METRICS
 
 NAME = "analysis"
 HELP = "analysis tables (runs, matrix, turntaking, variance, ...), figures, the report, and variance-cells"
@@ -24,9 +26,15 @@ HELP = "analysis tables (runs, matrix, turntaking, variance, ...), figures, the 
 # from the @table / @figure declarations (read from source, so `dyafdb --help` loads no pandas)
 PRODUCTS = tuple(registry.product_names())
 FIGURES = tuple(registry.figure_kinds())
+# the @metric declarations with a table (read from source: no numpy for `dyafdb --help`)
+TURN_TAKING = tuple(name for name, d in declared("metric").items() if d.fields.get("table", True))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--add-bundle", action="append", type=Path, default=[], metavar="FILE",
+                        help="a results bundle (`dyafdb bundle`) whose conversations join the tables, as a "
+                             "config's analysis.bundles does (repeatable; refused when its scenarios or scoring "
+                             "settings differ from this run's)")
     sub = parser.add_subparsers(dest="action", metavar="<product>|figure|report|variance-cells")
     sub.required = True
     for product in registry.product_names():
@@ -56,8 +64,8 @@ def _product_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="the product's TSV")
     parser.add_argument("--html", type=Path, help="also render the table as HTML here")
     parser.add_argument("--task", help="archetype of a score matrix (matrix)")
-    parser.add_argument("--metric", help="turn-taking metric (turntaking): tor_pause, tor_end, backchannel, barge_in; "
-                        "audio-health measure (health): dnsmos_ovrl, text_wer, echo, no_response, ...")
+    parser.add_argument("--metric", help=f"turn-taking metric (turntaking): {', '.join(TURN_TAKING)}; "
+                        f"audio-health measure (health): {', '.join(m.name for m in HEALTH_METRICS)}")
     parser.add_argument("--curves", type=Path, help="timing: the curves TSV")
     parser.add_argument("--effects", type=Path, help="rating: the additive-effects TSV")
     parser.add_argument("--human", type=Path, help="agreement: human labels CSV (overrides analysis.human_labels)")
@@ -100,7 +108,7 @@ def _product(args: argparse.Namespace) -> int:
 
     inputs = {k: getattr(args, k) for k in ("measures", "runs", "archetype", "html", "task", "metric", "curves", "effects",
                                            "human", "config_out", "bootstrap")}
-    compute_product(args.action, load_configs(args), args.root, args.out, **inputs)
+    compute_product(args.action, _config(args), args.root, args.out, **inputs)
     return 0
 
 
@@ -109,7 +117,7 @@ def _figure(args: argparse.Namespace) -> int:
     from dyafdb.analysis.figures import draw_files
     from dyafdb.analysis.settings import from_config
 
-    for path in draw_files(args.name, args.input, from_config(load_configs(args), args.root), args.out_prefix):
+    for path in draw_files(args.name, args.input, from_config(_config(args), args.root), args.out_prefix):
         print(path)
     return 0
 
@@ -118,13 +126,27 @@ def _report(args: argparse.Namespace) -> int:
     from dyafdb.analysis.report import build_report
     from dyafdb.analysis.settings import from_config
 
-    config = load_configs(args)
+    config = _config(args)
     settings = from_config(config, args.root)
     captions = args.captions if args.captions and args.captions.is_dir() else None
     build_report(args.tables, args.figures, settings, args.out, captions, args.config_file, args.versions, args.title,
                  config=config)
     print(args.out)
     return 0
+
+
+def _config(args: argparse.Namespace) -> dict:
+    """The config, with --add-bundle's bundles added to analysis.bundles and their models entered
+    (labelled as from the bundle; dyafdb.analysis.bundles)."""
+    from dyafdb.analysis.bundles import with_bundle_models
+
+    config = load_configs(args)
+    added = [str(Path(p).resolve()) for p in getattr(args, "add_bundle", None) or []]
+    if added:
+        section = dict(config.get("analysis") or {})
+        section["bundles"] = list(dict.fromkeys([*(section.get("bundles") or []), *added]))
+        config = {**config, "analysis": section}
+    return with_bundle_models(config, args.root)
 
 
 def _variance_cells(args: argparse.Namespace) -> int:

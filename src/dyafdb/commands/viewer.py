@@ -31,9 +31,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="conversations to annotate per archetype (repeatable; default viewer.annotation."
                              "conversations, else the paper's T1-1=40 T1-2=60)")
     parser.add_argument("--seed", type=int, default=None, help="sampling seed (default viewer.annotation.seed, else 0)")
+    parser.add_argument("--share", type=Path, default=None, metavar="BUNDLE",
+                        help="build a sealed, self-contained site from a results bundle with preview or full audio "
+                             "(`dyafdb bundle --preview-audio`) instead of the config's run; needs --out")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.share is not None:
+        from dyafdb.errors import InputError
+        from dyafdb.share.site import share_site
+
+        if args.out is None:
+            raise InputError("--share BUNDLE needs --out FOLDER: the site is built there")
+        out = share_site(args.share, args.out, jobs=args.jobs)
+        print(f"open {out / 'index.html'} (file://) or serve {out} with any static server")
+        return 0
     from dyafdb.suite.ids import check_id
     from dyafdb.viewer.settings import settings_with
     from dyafdb.viewer.site import build_site
