@@ -22,7 +22,7 @@ rule analysis_runs:
     output:
         R.analysis_runs("{task}"),
     params:
-        settings=ANALYSIS_PLAN.settings("main_judge", "second_judge"),
+        settings=ANALYSIS_PLAN.runs_settings(),
     log:
         R.log("analysis", "runs_{task}"),
     benchmark:

@@ -49,7 +49,18 @@ class AnalysisPlan:
         """What one archetype's per-run table is built from: its judge outputs and its conversations'
         measures, recordings' meta.json and garble.json. Those are listed as the archetype's mechanical
         table, written once all of them exist: one planned file instead of three per conversation."""
-        return [self.results.mechanical_table(wildcards.task), *self.judging.outputs_of(wildcards.task)]
+        return [self.results.mechanical_table(wildcards.task), *self.judging.outputs_of(wildcards.task),
+                *self.bundles]
+
+    def runs_settings(self) -> str:
+        """The analysis_runs rule's params: its judges, and the bundles when there are any (so a run
+        without bundles keeps the params it had, and nothing reruns for this key)."""
+        return self.settings("main_judge", "second_judge", *(("bundles",) if self.bundles else ()))
+
+    @property
+    def bundles(self) -> list[str]:
+        """The results bundles the analysis merges (analysis.bundles): a new or changed one reruns the runs tables."""
+        return [str(p) for p in self.section.get("bundles") or []]
 
     def figures(self) -> dict[str, tuple[str, list[str], str]]:
         """figure name -> (dyafdb analysis figure kind, input tables, report category), from the

@@ -29,20 +29,26 @@ NOT_RECOMPUTED = {"agreement": "reads the human labels of a blind study besides 
                   "runs": "an intermediate (analysis/runs), not a table"}
 
 
-def recompute_tables(config: Mapping[str, Any], root: Path, measures_path: Path, out: Results,
+def recompute_tables(config: Mapping[str, Any], root: Path, measures_path: Path | None, out: Results,
                      conversations: Mapping[str, Any]) -> list[str]:
     """Every table the analysis writes (TSV and HTML) under ``out``, from ``measures_path``; the stems written.
 
-    ``conversations`` maps id -> design row (archetype, scenario) of the run, as AnalysisPlan takes it."""
+    ``conversations`` maps id -> design row (archetype, scenario) of the run, as AnalysisPlan takes it.
+    Without ``measures_path`` the per-run tables are built as the workflow's analysis_runs rule builds
+    them (`dyafdb analysis runs --archetype`: the score and judge outputs, and the bundles the config
+    merges), so a run with bundles can be checked against a run that recorded everything."""
     config = dict(config)
     settings = from_config(config, root)
-    measures = read_measures(measures_path)
     plan = AnalysisPlan(config, conversations, out.root)
+    measures = read_measures(measures_path) if measures_path is not None else None
     for task in plan.tasks:
-        sub = measures[measures[C.ARCHETYPE] == task].reset_index(drop=True)
-        main, _ = resolve_judges(sub, settings)
         path = Path(out.analysis_runs(task))
         path.parent.mkdir(parents=True, exist_ok=True)
+        if measures is None:
+            compute_product("runs", config, root, path, archetype=task)
+            continue
+        sub = measures[measures[C.ARCHETYPE] == task].reset_index(drop=True)
+        main, _ = resolve_judges(sub, settings)
         write_tsv(build_runs(sub, settings, main), path)
     written = []
     for spec in plan.generated_tables():
