@@ -130,6 +130,7 @@ def test_a_failed_minicpmo_chunk_fails_the_engine(sockdir, minicpmo_params):
 
 # -- Raon ----------------------------------------------------------------------------------------------
 def raon_params(tmp_path: Path, record: Path, voice: Path) -> dict:
+    """The demo gateway stand-in, started as the engine's service (its worker's sessions from FD_MAX_SESSIONS_PER_GPU)."""
     return {"variant": "demo", "step_timeout_s": 10, "speaker_audio": str(voice),
             "gateway": {"command": ["$python", str(FAKE), "--port", "$port", "--variant", "demo", "--record", str(record)],
                         "startup_timeout_s": 30, "log": str(tmp_path / "gateway.log"), "unchecked": True}}
@@ -162,24 +163,28 @@ def test_raon_engine_hosts_a_group_of_8_on_one_gateway(sockdir, raon_setup):
     assert len(events(record, "worker_start")) == 1  # the gateway (the model load) started once
     assert len(events(record, "session_applied")) == 10 and not events(record, "no_workers")
     infos = [r.agent_info["a"]["extra"] for r in results] + [selfplay.agent_info[s]["extra"] for s in "ab"]
-    assert len({i["engine_pid"] for i in infos}) == 1 and last["model_loads"] == 1 and last["concurrent"] == 8
+    assert len({i["engine_pid"] for i in infos}) == 1 and last["model_loads"] == 1 and last["concurrent"] == 2
     assert all(i["voice_applied"] is True and i["recoverable_errors"] == 0 for i in infos)  # the close report came back
-    assert last["largest_batch"] > 1  # sessions ran at once, each its own gateway session
+    assert last["largest_batch"] == 2  # two at once (the worker's default), each its own gateway session
     for r in [*results, selfplay]:
         assert np.abs(r.recording.audio[0]).max() > 0  # the opener spoke through the shared gateway
     assert [e["applied"]["speak_first"] for e in events(record, "session_applied")].count(True) == 9
 
 
-def test_raon_engine_sessions_must_match_the_gateways(raon_setup):
+def test_raon_sessions_at_once_are_the_gateways(raon_setup):
+    from dyafdb.agents.engine.models import concurrent_sessions
     from dyafdb.agents.raon import gateway_sessions
-    from dyafdb.errors import InputError
 
     params, _ = raon_setup
-    assert gateway_sessions(params, "raon", 8) == 8
+    assert gateway_sessions(params, "raon", 8) == 2  # launch_worker.py's default FD_MAX_SESSIONS_PER_GPU
     assert gateway_sessions({**params, "variant": "realtime"}, "raon", 8) == 1  # one active session per process
-    params["gateway"]["env"] = {"FD_MAX_SESSIONS_PER_GPU": "2"}
-    with pytest.raises(InputError, match="engine.sessions is 8"):
-        gateway_sessions(params, "raon", 8)
+    params["gateway"]["command"] += ["--max-sessions-per-gpu", "4"]
+    assert gateway_sessions(params, "raon", 8) == 4 and gateway_sessions(params, "raon", 3) == 3
+    params["gateway"]["env"] = {"FD_MAX_SESSIONS_PER_GPU": "6"}
+    assert gateway_sessions(params, "raon", 8) == 4  # the flag wins over the variable, as in launch_worker.py
+    assert concurrent_sessions({"adapter": "raon", "params": params, "engine": {"sessions": 8}}) == 4
+    assert concurrent_sessions({"adapter": "minicpmo", "engine": {"sessions": 8}}) == 1
+    assert concurrent_sessions({"adapter": "moshi", "engine": {"sessions": 8}}) == 8
 
 
 # -- the session pool ------------------------------------------------------------------------------------
@@ -237,3 +242,57 @@ def test_an_engine_failure_fails_every_session_of_the_pool():
         pool.step(h1, silence())
     with pytest.raises(AgentError, match="engine failed"):
         pool.acquire_turn()
+
+
+# -- node groups and the plan --------------------------------------------------------------------------
+def test_node_groups_take_turns_at_a_one_session_engine():
+    from types import SimpleNamespace
+
+    from dyafdb.record.engine_groups import EngineGroups
+
+    models = {"minicpmo": {"adapter": "minicpmo", "engine": {"sessions": 8}, "resources": {"gpus": 1, "runtime_min": 5}},
+              "raon": {"adapter": "raon", "engine": {"sessions": 8}, "resources": {"gpus": 1, "runtime_min": 5}}}
+    rows = {f"{a}-{b}-{i}": SimpleNamespace(model_a=a, model_b=b)
+            for a, b in (("minicpmo", "raon"), ("minicpmo", "minicpmo"), ("raon", "raon")) for i in range(8)}
+    groups = EngineGroups({"models": models}, rows, group_name=lambda: "engine_node", cores=lambda: 64, local=lambda: False)
+    group_of, pairs = groups.groups()
+    assert not any(cid.startswith("minicpmo-minicpmo") for cid in group_of)  # it would wait for its own turn
+    cross = {g for cid, g in group_of.items() if cid.startswith("minicpmo-raon")}
+    selfplay = {g for cid, g in group_of.items() if cid.startswith("raon-raon")}
+    assert len(cross) == 1 and len(selfplay) == 2  # 8 of one turn each; raon's 8 sessions hold 4 self-play conversations
+    group = next(iter(cross))
+    assert groups.waves(group) == 8 and groups.waves(next(iter(selfplay))) == 4  # raon: 2 sessions at once
+    wildcards = SimpleNamespace(group=group, conversation="minicpmo-raon-0")
+    assert groups.engine_runtime(wildcards) == 5 * 9  # eight conversations one after another, plus the load
+    assert "DYAFDB_ENGINE_TURN_WAIT_S=2400" in groups.record_env(wildcards)
+
+
+def test_plan_prints_engine_gpu_hours_for_all_three_models(tmp_path):
+    """`dyafdb plan` on the paper's config: one line per engine model, PersonaPlex's prompt steps
+    counted in its ticks, MiniCPM-o one session at a time, Raon its gateway's sessions at once."""
+    from dyafdb.commands.plan import build_plan
+    from dyafdb.config import load_config
+    from dyafdb.suite.plan import FRAME_SECONDS, format_plan
+
+    root = Path(__file__).resolve().parents[2]
+    config = load_config(root / "config" / "config.yaml")
+    rows, plan = build_plan(config, root, None)
+    eng = plan["engines"]
+    assert set(eng["gpu_hours_by_model"]) == {"personaplex", "minicpmo", "raon"}
+    assert eng["session_models"] == {"minicpmo": {"at_once": 1, "per_load": 16}, "raon": {"at_once": 2, "per_load": 16}}
+    text = format_plan(plan)
+    for model in ("personaplex", "minicpmo", "raon"):
+        assert f"engine {model}: " in text
+    assert "prompt steps per join riding in the ticks" in text
+    # the prompt steps cost their share of a tick each: 250 more steps per PersonaPlex side
+    config["plan"]["engine_prompt_steps"] = 0
+    _, without = build_plan(config, root, None)
+    sides = sum((r.model_a == "personaplex") + (r.model_b == "personaplex") for r in rows)
+    extra = sides * 250 * eng["tick_ms"] / 1000 / eng["sessions"] / 3600
+    assert plan["engines"]["gpu_hours_by_model"]["personaplex"] - without["engines"]["gpu_hours_by_model"]["personaplex"] \
+        == pytest.approx(extra)
+    # MiniCPM-o: each side's recording time on its own GPU turn, plus a sixteenth of a load
+    mini = sum((r.window_s + config["bridge"]["lead_in_s"]) + config["plan"]["startup_s"] / 16
+               for r in rows for m in (r.model_a, r.model_b) if m == "minicpmo") / 3600
+    assert plan["engines"]["gpu_hours_by_model"]["minicpmo"] == pytest.approx(mini)
+    assert FRAME_SECONDS == 0.08

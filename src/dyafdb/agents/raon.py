@@ -841,22 +841,28 @@ class RaonAgent:
         return report
 
 
+# launch_worker.py: --max-sessions-per-gpu defaults to FD_MAX_SESSIONS_PER_GPU, else 2
+UPSTREAM_SESSIONS_PER_GPU = 2
+
+
 def gateway_sessions(params: dict[str, Any], model: str, capacity: int) -> int:
-    """Sessions the engine's gateway hosts at once: ``engine.sessions`` for the demo gateway (its worker's
-    ``--max-sessions-per-gpu``, set through FD_MAX_SESSIONS_PER_GPU), 1 for the realtime one (one active
-    session per process; a start with ``force_restart`` ends the active one)."""
+    """Sessions the engine's gateway runs at once: the demo worker's ``--max-sessions-per-gpu`` (or
+    FD_MAX_SESSIONS_PER_GPU) where the config sets it, else upstream's default of 2, never more than
+    ``engine.sessions``; 1 for the realtime gateway (one active session per process; a start with
+    ``force_restart`` ends the active one)."""
     if str(params.get("variant", DEFAULT_VARIANT)) == "realtime":
         return 1
     spec = params.get("gateway") or {}
     given = (spec.get("env") or {}).get("FD_MAX_SESSIONS_PER_GPU")
-    argv = [str(a) for a in spec.get("command") or []]
-    if "--max-sessions-per-gpu" in argv and argv.index("--max-sessions-per-gpu") + 1 < len(argv):
-        given = argv[argv.index("--max-sessions-per-gpu") + 1]
-    if given is not None and str(given) != str(capacity):
-        raise InputError(f"models.{model}.params.gateway sets the worker's sessions per GPU to {given}, but "
-                         f"models.{model}.engine.sessions is {capacity}; drop FD_MAX_SESSIONS_PER_GPU / "
-                         "--max-sessions-per-gpu (the engine sets it from engine.sessions) or make them equal")
-    return capacity
+    text = " ".join(str(a) for a in spec.get("command") or [])
+    flag = re.search(r"--max-sessions-per-gpu[ =](\d+)", text)
+    if flag:
+        given = flag.group(1)
+    try:
+        at_once = int(given) if given is not None else UPSTREAM_SESSIONS_PER_GPU
+    except ValueError:
+        raise InputError(f"models.{model}.params.gateway: FD_MAX_SESSIONS_PER_GPU = {given!r} is not a number") from None
+    return max(1, min(at_once, capacity))
 
 
 class RaonEngine:
@@ -871,9 +877,9 @@ class RaonEngine:
     shared ``worker/engine.py`` ``RaonEngine``'s SGLang model and tokenizer, the default speaker embedded
     once at worker start (``_load_default_speaker_embeds``), and ``_model_lock``, under which every
     session's decode step runs (sessions are served one step at a time, not batched). ``create_session``
-    refuses more than ``max_sessions`` (``--max-sessions-per-gpu`` / FD_MAX_SESSIONS_PER_GPU), which
-    the engine sets to ``engine.sessions``: that many sessions run at once. The realtime gateway has one
-    active session per process, so there it is one.
+    refuses more than ``max_sessions`` (``--max-sessions-per-gpu`` / FD_MAX_SESSIONS_PER_GPU, default 2):
+    that many sessions run at once (:func:`gateway_sessions`), and ``engine.sessions`` share the load,
+    taking turns. The realtime gateway has one active session per process, so there it is one.
 
     One gateway also means one Ray head per node: raon+raon self-play runs as two sessions of it.
     The gateway dying fails every hosted session and the engine; a session's own CLOSE or decode errors
@@ -886,7 +892,8 @@ class RaonEngine:
         params = copy.deepcopy(params)
         self.concurrent = gateway_sessions(params, model_name, capacity)
         if params.get("gateway") and str(params.get("variant", DEFAULT_VARIANT)) == "demo":
-            params["gateway"].setdefault("env", {})["FD_MAX_SESSIONS_PER_GPU"] = str(self.concurrent)
+            # the worker takes as many as the engine hands out turns (its flag, where given, wins: equal)
+            params["gateway"].setdefault("env", {}).setdefault("FD_MAX_SESSIONS_PER_GPU", str(self.concurrent))
         self.model_name, self.capacity = model_name, capacity
         self.primary = RaonAgent(params, model_name)  # starts the gateway: the one model load
         self._sessions: dict[int, RaonAgent] = {}

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from dyafdb.agents.engine.models import BATCHED_ADAPTERS
+from dyafdb.agents.engine.models import BATCHED_ADAPTERS, PROMPT_ADAPTERS, session_engines
 from dyafdb.commands._common import add_config_argument, load_configs
 from dyafdb.commands._preflight import (OFFLINE_ENV, failed, far_side_checks, format_checks, judge_key_checks,
                                         model_checks, offline_from_env, results_checks, suite_checks)
@@ -70,7 +70,8 @@ def judge_asks(config: Mapping[str, Any], rows: Sequence[Conversation], root: Pa
 def build_plan(config: Mapping[str, Any], root: Path, benchmarks: Path | None) -> tuple[list[Conversation], dict[str, Any]]:
     rows = build_design(dict(config), root)
     measured = measured_real_time_factor(benchmarks, rows, float(config["bridge"]["lead_in_s"])) if benchmarks else None
-    return rows, plan_run(config, rows, judge_asks(config, rows, root), measured, BATCHED_ADAPTERS, root)
+    return rows, plan_run(config, rows, judge_asks(config, rows, root), measured, BATCHED_ADAPTERS, root,
+                          session_engines=session_engines(dict(config)), prompt_adapters=PROMPT_ADAPTERS)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,10 @@ engine's GPUs and memory once; its record jobs ask only for the bridge's share, 
 without such a group starts its engines at onstart instead (``dyafdb.agents.engine.launch``).
 
 Not grouped: pairings with a model that has no engine but needs GPUs (its per-conversation workers
-would need one GPU per conversation of the group, all at once).
+would need one GPU per conversation of the group, all at once), and self-play of a model whose engine
+hosts one session at a time (MiniCPM-o: a conversation would wait for its own turn). A group's
+conversations take turns at an engine that hosts fewer sessions at once than the group holds
+(``dyafdb.agents.engine.models.concurrent_sessions``), so its runtime counts those waves.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import shlex
 from typing import Any, Callable, Mapping, Sequence
 
 from dyafdb.agents.engine.launch import host_argv
+from dyafdb.agents.engine.models import concurrent_sessions
 
 # Sockets live in a short relative folder: AF_UNIX paths are limited to ~107 bytes.
 ENGINE_SOCKET = ".dyafdb-engines/{group}/{model}.sock"
@@ -93,7 +97,8 @@ class EngineGroups:
             row = self.conversations[cid]
             pair = (row.model_a, row.model_b)
             engined = self.engined(pair)
-            if engined and not any(self._res(m, "gpus", 0) for m in set(pair) - set(engined)):
+            if (engined and not any(self._res(m, "gpus", 0) for m in set(pair) - set(engined))
+                    and all(concurrent_sessions(self._spec(m)) >= list(pair).count(m) for m in engined)):
                 by_pairing.setdefault(pair, []).append(cid)
         cores = self._cores()
         groups: dict[str, str] = {}
@@ -149,7 +154,12 @@ class EngineGroups:
         models = self.engined(self._pair(wildcards))
         wait = max(float((self._spec(m).get("worker") or {}).get("startup_timeout_s", 600)) for m in models)
         folder = os.path.dirname(ENGINE_SOCKET.format(group=group, model="x"))
-        return f"DYAFDB_ENGINES={shlex.quote(folder)} DYAFDB_ENGINES_WAIT_S={wait:g}"
+        env = f"DYAFDB_ENGINES={shlex.quote(folder)} DYAFDB_ENGINES_WAIT_S={wait:g}"
+        waves = self.waves(group)
+        if waves > 1:  # the job may wait for the conversations before it at a one-session engine
+            per_wave = max(self._res(m, "runtime_min", 10) for m in self._pair(wildcards))
+            env += f" DYAFDB_ENGINE_TURN_WAIT_S={waves * per_wave * 60}"
+        return env
 
     def record_share(self, key: str, default: int, combine: Callable[[list[int]], int] = sum) -> Callable[[Any], int]:
         """A record job's resource: a model in an engine (a local run's or its group's) counts only the
@@ -176,9 +186,18 @@ class EngineGroups:
     def engine_resource(self, key: str, default: int) -> Callable[[Any], int]:
         return lambda wildcards: self._res(wildcards.model, key, default)
 
+    def waves(self, group: str) -> int:
+        """How many conversations of ``group`` run one after another at its slowest-turning engine."""
+        pair = self.groups()[1][group]
+        size = sum(1 for g in self.groups()[0].values() if g == group)
+        at_once = min(max(1, concurrent_sessions(self._spec(m)) // list(pair).count(m)) for m in self.engined(pair))
+        return -(-size // at_once)
+
     def engine_runtime(self, wildcards: Any) -> int:
-        """Minutes: the group's conversations run at once, after the engines load (at most as long again)."""
-        return 2 * max(self._res(m, "runtime_min", 10) for m in self.groups()[1][wildcards.group])
+        """Minutes: the group's conversations run at once, or in waves where an engine hosts fewer at
+        once (MiniCPM-o: one), after the engines load (at most as long again)."""
+        per_wave = max(self._res(m, "runtime_min", 10) for m in self.groups()[1][wildcards.group])
+        return per_wave * (1 + self.waves(wildcards.group))
 
     def engine_pair(self, wildcards: Any) -> tuple[str, str]:
         return self.groups()[1][wildcards.group]

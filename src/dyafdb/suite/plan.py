@@ -113,17 +113,25 @@ def _gpus(config: Mapping[str, Any], model: str) -> int:
 
 def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Sequence[JudgeAsk],
              measured_rtf: tuple[float, int] | None = None, batched_adapters: Collection[str] = (),
-             root: Path = Path(".")) -> dict[str, Any]:
+             root: Path = Path("."), session_engines: Mapping[str, tuple[int, int]] | None = None,
+             prompt_adapters: Collection[str] = ()) -> dict[str, Any]:
     """The plan as a JSON-ready dict (see README "What the paper's suite costs").
 
     ``batched_adapters``: adapters whose sessions an engine steps together on one GPU; their sides'
-    GPU time with engines is the tick's share (ms per tick / sessions per tick, every frame) plus
-    one model load per group of that many sessions.
+    GPU time with engines is the tick's share (ms per tick / sessions per tick) for every frame and,
+    for ``prompt_adapters`` (PersonaPlex), every prompt step (``plan.engine_prompt_steps`` per join,
+    riding in the same ticks), plus one model load per group of that many sessions.
+    ``session_engines``: model -> (sessions at once, sessions per model load) of engines that step
+    each session on its own (MiniCPM-o one at a time, Raon's gateway several); a side costs its
+    recording time shared by the sessions at once, plus its share of one load.
     """
     settings = config.get("plan") or {}
     tick_ms, tick_sessions, tick_source = engine_tick(settings, root)
+    prompt_steps = int(settings.get("engine_prompt_steps") or 0)
     batched = sorted({m for r in rows for m in (r.model_a, r.model_b)
                       if config["models"][m].get("adapter") in set(batched_adapters)})
+    own = {m: v for m, v in (session_engines or {}).items() if m not in batched}
+    per_engine: dict[str, float] = {m: 0.0 for m in [*batched, *sorted(own)] if any(m in (r.model_a, r.model_b) for r in rows)}
     lead_in = float(config["bridge"]["lead_in_s"])
     startup = float(settings.get("startup_s", 120))
     if settings.get("real_time_factor") is not None:
@@ -143,10 +151,18 @@ def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Se
         engine_s = 0.0
         for model in (row.model_a, row.model_b):
             if model in batched:
-                frames = (row.window_s + lead_in) / FRAME_SECONDS
-                engine_s += _gpus(config, model) * (frames * tick_ms / 1000 + startup) / tick_sessions
+                steps = (row.window_s + lead_in) / FRAME_SECONDS
+                if config["models"][model].get("adapter") in set(prompt_adapters):
+                    steps += prompt_steps
+                side = _gpus(config, model) * (steps * tick_ms / 1000 + startup) / tick_sessions
+            elif model in own:
+                at_once, per_load = own[model]
+                side = _gpus(config, model) * ((row.window_s + lead_in) * rtf / at_once + startup / per_load)
             else:
-                engine_s += _gpus(config, model) * job_s
+                side = _gpus(config, model) * job_s
+            engine_s += side
+            if model in per_engine:
+                per_engine[model] += side / 3600
         figures = {"conversations": 1, "audio_hours": row.window_s / 3600, "record_hours": job_s / 3600,
                    "gpu_hours": gpus * job_s / 3600, "gpu_hours_engines": engine_s / 3600}
         suite = suites.setdefault(row.suite, {**{k: 0 for k in totals}, "window_s": row.window_s, "pairings": {}})
@@ -204,7 +220,10 @@ def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Se
         "suites": suites,
         "real_time_factor": {"value": rtf, "source": rtf_source, "startup_s": job_startup},
         "engines": {"models": batched, "tick_ms": tick_ms, "sessions": tick_sessions, "source": tick_source,
-                    "startup_s": startup},
+                    "startup_s": startup, "prompt_steps": prompt_steps,
+                    "prompt_models": [m for m in batched if config["models"][m].get("adapter") in set(prompt_adapters)],
+                    "session_models": {m: {"at_once": own[m][0], "per_load": own[m][1]} for m in sorted(own) if m in per_engine},
+                    "gpu_hours_by_model": per_engine},
         "disk_gb": {"recordings": recording_bytes / 1e9, "results": results_bytes / 1e9,
                     "total": (recording_bytes + results_bytes) / 1e9},
         "judges": judge_rows,
@@ -220,10 +239,18 @@ def format_plan(plan: Mapping[str, Any]) -> str:
     rtf = plan["real_time_factor"]
     lines.append(f"  real-time factor {rtf['value']:.2f} ({rtf['source']}); model loading {rtf['startup_s']:.0f} s per record job")
     eng = plan["engines"]
-    lines.append(f"  with engines: {plan['gpu_hours_engines']:,.0f} GPU-hours instead of {plan['gpu_hours']:,.0f} at batch 1; "
-                 + (f"{', '.join(eng['models'])} batched {eng['sessions']} per GPU at {eng['tick_ms']:g} ms per tick "
-                    f"({eng['source']}), one model load per {eng['sessions']} sessions, prompt phases not counted" if eng["models"] else
-                    "no model of this config has a batching engine"))
+    by_model = eng.get("gpu_hours_by_model") or {}
+    lines.append(f"  with engines: {plan['gpu_hours_engines']:,.0f} GPU-hours instead of {plan['gpu_hours']:,.0f} at batch 1"
+                 + ("" if by_model else "; no model of this config has an engine"))
+    for model in eng["models"]:
+        prompt = (f", {eng['prompt_steps']} prompt steps per join riding in the ticks" if model in eng.get("prompt_models", ())
+                  else "")
+        lines.append(f"    engine {model}: {by_model.get(model, 0):,.0f} GPU-h, batched {eng['sessions']} per GPU at "
+                     f"{eng['tick_ms']:g} ms per tick ({eng['source']}){prompt}, one load per {eng['sessions']} sessions")
+    for model, s in (eng.get("session_models") or {}).items():
+        at_once = "one session at a time" if s["at_once"] == 1 else f"{s['at_once']} sessions at once"
+        lines.append(f"    engine {model}: {by_model.get(model, 0):,.0f} GPU-h, {at_once} at the real-time factor above "
+                     f"(not measured with engines), one load per {s['per_load']} sessions")
     per = plan["gpu_hours_per_dialogue_hour"]
     if per["batch_1"] is not None:
         lines.append(f"  GPU-hours per dialogue hour: {per['batch_1']:.2f} at batch 1, {per['engines']:.2f} with engines; "

@@ -29,17 +29,40 @@ BATCHED_ADAPTERS: tuple[str, ...] = ("moshi", "personaplex")
 # Adapters whose engine keeps one loaded model and steps each session on its own (the model holds
 # per-session state and serialises compute itself), with how many sessions it hosts at once:
 # MiniCPM-o keeps its streaming state on the model object (one session at a time, one after another
-# without reloading); Raon's gateway hosts ``engine.sessions`` at once (FD_MAX_SESSIONS_PER_GPU).
-# docs/engines.md says which state is per session and which is shared.
+# without reloading); Raon's gateway takes as many as its worker's --max-sessions-per-gpu (None: the
+# adapter reads the config, dyafdb.agents.raon.gateway_sessions). `engine.sessions` is then how
+# many sessions one load hosts, taking turns. docs/engines.md says which state is per session.
 SESSION_ADAPTERS: dict[str, int | None] = {"minicpmo": 1, "raon": None}
+
+
+# Adapters whose sessions start with a prompt phase of LM steps in the engine (PersonaPlex: voice,
+# silence and text-prompt frames), which ride in the batched ticks; `dyafdb plan` counts them.
+PROMPT_ADAPTERS: tuple[str, ...] = ("personaplex",)
+
+
+def session_engines(config: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """model -> (sessions at once, sessions per model load) for the models whose adapter's engine steps
+    sessions on their own, as `dyafdb plan` projects them (``engine.sessions``, default 16)."""
+    out = {}
+    for model, spec in config["models"].items():
+        if spec.get("adapter") in SESSION_ADAPTERS:
+            out[model] = (concurrent_sessions(spec), int((spec.get("engine") or {}).get("sessions", 16)))
+    return out
 
 
 def concurrent_sessions(spec: dict[str, Any]) -> int:
     """How many sessions of this model's engine run at once (its turns): ``engine.sessions`` for the
     batched and gateway engines, 1 where upstream keeps the session's state on the model."""
     sessions = int((spec.get("engine") or {}).get("sessions", 16))
-    fixed = SESSION_ADAPTERS.get(spec.get("adapter", ""))
-    return min(fixed, sessions) if fixed else sessions
+    adapter = spec.get("adapter", "")
+    if adapter not in SESSION_ADAPTERS:
+        return sessions
+    fixed = SESSION_ADAPTERS[adapter]
+    if fixed is None:  # raon: its gateway's own setting
+        from dyafdb.agents.raon import gateway_sessions
+
+        return gateway_sessions(spec.get("params") or {}, adapter, sessions)
+    return min(fixed, sessions)
 
 
 def make_engine(adapter: str, params: dict[str, Any], model_name: str, capacity: int) -> Any:
