@@ -14,4 +14,6 @@ fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
 export NO_TORCH_COMPILE=1 HF_HUB_OFFLINE=1
-python -m pytest -q "$@"
+# Two workers (one per core of the CI machine; DYAFDB_TEST_WORKERS=0 runs in one process): the tests of a file
+# that shares a module-scoped fixture stay on one worker, the rest spread test by test (tests/conftest.py).
+python -m pytest -q -n "${DYAFDB_TEST_WORKERS:-2}" --dist loadscope "$@"
