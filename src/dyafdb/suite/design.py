@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from dyafdb.suite.scenarios import Scenario, load_suite
 from dyafdb.errors import InputError
 from dyafdb.fileio import write_atomic
+from dyafdb.schema_check import schema_default
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,15 @@ def derive_seed(conversation: str, attempt: int = 1, salt: str = "") -> int:
     """A 31-bit seed from the id (and attempt), stable across machines and Python versions."""
     digest = hashlib.sha256(f"{conversation}#{attempt}#{salt}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+# The adapter of a human seat (dyafdb.agents.person, `dyafdb seat`): declared here, the earliest stage that needs it.
+PERSON_ADAPTER = "person"
+
+
+def is_person(config: dict[str, Any], model: str) -> bool:
+    """Whether ``model`` is a person speaking from the seat's page rather than a model."""
+    return ((config.get("models") or {}).get(model) or {}).get("adapter") == PERSON_ADAPTER
 
 
 def pairings(models: list[str]) -> list[tuple[str, str]]:
@@ -123,7 +133,7 @@ def build_design(config: dict[str, Any], root: Path | None = None) -> list[Conve
     scenarios_dir = root / config["scenarios_dir"]
     rows: dict[str, Conversation] = {}
     for suite_name, suite in config["suites"].items():
-        if not suite.get("enabled", True):
+        if not suite.get("enabled", schema_default("config", "suites", "<suite>", "enabled")):
             continue
         lead_in = (config.get("bridge") or {}).get("lead_in_s")
         if lead_in is not None and float(suite["window_s"]) <= float(lead_in):
@@ -132,13 +142,15 @@ def build_design(config: dict[str, Any], root: Path | None = None) -> list[Conve
                              "make window_s longer than the lead-in")
         by_archetype = load_suite(scenarios_dir, suite["archetypes"])
         kept_pairings = [(m1, m2) for m1, m2 in pairings(suite["models"])
-                         if not (m1 == m2 and suite.get("cross_play_only", False))
+                         if not (m1 == m2 and suite.get("cross_play_only", schema_default("config", "suites", "<suite>", "cross_play_only")))
+                         # two people talk without this benchmark: a person seat pairs with models only
+                         and not (is_person(config, m1) and is_person(config, m2))
                          # only_with: a new model's pairings only, the references' own games are already recorded
                          and not (suite.get("only_with") and not {m1, m2} & set(suite["only_with"]))]
         if not kept_pairings:
             # Every job after the design would fail on empty inputs, or the suite vanish beside others.
             raise InputError(f"suites.{suite_name} makes no conversation: its models {suite['models']} leave no pairing "
-                             f"(cross_play_only: {bool(suite.get('cross_play_only', False))}, only_with: "
+                             f"(cross_play_only: {bool(suite.get('cross_play_only', schema_default('config', 'suites', '<suite>', 'cross_play_only')))}, only_with: "
                              f"{suite.get('only_with')}); fix: add a model, drop cross_play_only or only_with, or set "
                              "enabled: false")
         for scenario in _select_scenarios(suite_name, suite, by_archetype):

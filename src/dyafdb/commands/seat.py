@@ -1,0 +1,50 @@
+"""A person in one seat: serve a local page where a person talks to a model under a scenario (docs/seat.md).
+
+  dyafdb seat -c CONFIG                      the design's conversations with a person (adapter: person)
+  dyafdb seat -c CONFIG --participant new    study mode: a new pseudonymous participant and their share
+  dyafdb seat -c CONFIG --participant p003   carry on with participant p003
+
+The page also offers /listen: a model-model conversation of the design, played as it is recorded.
+Recordings go where the record stage puts them (a participant's into <results_dir>/participants/<id>),
+so score, judge, measures, analysis and the viewer take them as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from dyafdb.commands._common import add_config_argument, load_configs
+
+NAME = "seat"
+HELP = "serve a local page where a person talks to a model, recorded and scored like any conversation"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_argument(parser)
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1: this machine only; "
+                        "any other needs --token)")
+    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    parser.add_argument("--token", default=None, help="a secret every request must carry as ?token=; required beyond 127.0.0.1")
+    parser.add_argument("--participant", default=None, metavar="ID|new",
+                        help="study mode: a pseudonymous id (p001) or 'new' for the next one; results go to "
+                             "<results_dir>/participants/<id>")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dyafdb.seat.server import Seat, check_host, serve_seat
+    from dyafdb.seat.study import check_participant, new_participant, participant_config
+
+    check_host(args.host, args.token)
+    config = load_configs(args)
+    participant = args.participant
+    if participant is not None:
+        if participant == "new":
+            participant = new_participant(config, args.root)
+        else:
+            check_participant(participant)
+        config = participant_config(config, participant)
+        print(f"participant {participant}: results in {config['results_dir']}", flush=True)
+    seat = Seat(config, args.root, participant, args.token)
+    asyncio.run(serve_seat(seat, args.host, args.port, announce=lambda line: print(line, flush=True)))
+    return 0
