@@ -4,7 +4,7 @@ The per-run table of one archetype (`analysis_runs`) and the judge-agreement tab
 measures.tsv) are run each in a fresh process on synthetic tables (bench_analysis.py's generator,
 both judges, every mechanical measure) of 3 and 6 repetitions: 7,560 and 15,120 conversations.
 Prints each job's peak resident memory and the slope per 1,000 conversations, the figures the
-workflow's `mem_mb` of these rules is declared from (dyafdb.analysis.workflow.AnalysisPlan.mem_mb).
+workflow's `mem_mb` of these rules is declared from (dyafdb.analysis.inputs.AnalysisInputs.mem_mb).
 
     python bench/bench_analysis_memory.py [--repetitions 3 6]
     python bench/bench_analysis_memory.py --quick         # its smallest size, seconds to a minute (CI: tests/test_benchmarks.py)

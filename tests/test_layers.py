@@ -16,8 +16,8 @@ import dyafdb
 PACKAGE = Path(dyafdb.__file__).parent
 
 # Pipeline order: a stage may import itself, the leaves and the stages before it.
-STAGES = ("suite", "agents", "record", "seat", "score", "llm", "judge", "measures", "verify", "text_pairing", "analysis", "viewer",
-          "share")
+STAGES = ("suite", "agents", "record", "score", "llm", "judge", "measures", "verify", "text_pairing", "analysis", "viewer",
+          "share", "seat")
 # Small shared modules every stage may use; they import no stage themselves. `localmodels/` loads the
 # local models (llama.cpp, faster-whisper) that the agents, the recorder, score and llm all share.
 LEAVES = ("clock", "errors", "config", "schema_check", "fileio", "polyphase", "paths", "wordmatch", "declarations", "provenance",

@@ -12,7 +12,7 @@ import yaml
 import synthetic_analysis as S
 from conftest import scripted_config, write_suite
 from dyafdb.analysis import registry
-from dyafdb.analysis.workflow import AnalysisPlan
+from dyafdb.analysis.inputs import AnalysisInputs
 from dyafdb.cli import main
 from dyafdb.config import validate_config
 from dyafdb.suite.design import build_design
@@ -63,7 +63,7 @@ def _plan(tmp_path):
     cfg["suites"]["t"]["archetypes"] = ["T1-1", "T2"]
     cfg["scenarios_dir"] = str(tmp_path / "scenarios")
     cfg = validate_config(cfg, "test")
-    return AnalysisPlan(cfg, {r.conversation_id: r for r in build_design(cfg)}, "results")
+    return AnalysisInputs(cfg, {r.conversation_id: r for r in build_design(cfg)}, "results")
 
 
 def test_the_shipped_declarations_give_todays_lists():

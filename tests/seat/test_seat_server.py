@@ -131,6 +131,10 @@ def test_a_conversation_is_recorded_from_the_persons_frames_on_the_wall_clock(se
     assert meta["channels"][0]["text_source"] == "asr" and meta["channels"][1]["text_source"] == "model"
     assert seat["asr"]["word_timestamps"] is True
     assert meta["garble"]["status"] == "not_checked"
+    from dyafdb.analysis.settings import from_config
+
+    labels = from_config(config, seat_root)  # the analysis labels the person's row and column with its counts
+    assert labels.label("someone") == "Person (1 person, 1 session)" and labels.label("partner") == "partner"
 
 
 def test_a_missing_frame_is_silence_and_counted(seat_root):
@@ -181,3 +185,32 @@ def test_other_hosts_need_a_token_and_every_request_carries_it(seat_root):
         assert server.get("/api/seat?token=s3cret")[0] == 200
         status, page = server.get("/")
         assert status == 200 and b"Talk to a model" in page
+
+
+def test_listen_in_streams_both_channels_as_the_recording_is_made(seat_root):
+    config = seat_config(window_s=2.0)
+    config["suites"]["t"]["cross_play_only"] = False
+    with SeatServer(config, seat_root) as server:
+        rows = server.get("/api/listen")[1]["conversations"]
+        assert [c["pairing"] for c in rows] == ["partner+partner", "partner+partner"]  # no person among them
+        cid = rows[0]["id"]
+        got, start, arrivals = {}, None, []
+        with connect(f"{server.ws}/ws/listen?id={cid}", max_size=2 ** 20) as ws:
+            assert json.loads(ws.recv(timeout=60))["type"] == "ready"
+            while True:
+                msg = ws.recv(timeout=60)
+                if isinstance(msg, bytes):
+                    start = start or time.perf_counter()
+                    arrivals.append(time.perf_counter() - start)
+                    got[HEADER.unpack_from(msg)[0]] = np.frombuffer(msg, dtype="<f4", offset=4).reshape(2, FRAME_SAMPLES)
+                    continue
+                assert json.loads(msg)["type"] == "saved"
+                break
+    ticks = 25
+    assert sorted(got) == list(range(ticks))
+    assert arrivals[-1] >= (ticks - 1) * FRAME_SECONDS * 0.9  # paced by the wall clock, not as fast as it can
+    folder = results_of(config, seat_root).recording(cid)
+    rec = read_recording(folder)
+    for t, frames in got.items():
+        assert np.array_equal(rec.audio[:, t * FRAME_SAMPLES:(t + 1) * FRAME_SAMPLES], frames)
+    assert read_meta(folder)["listen"]["paced"] is True

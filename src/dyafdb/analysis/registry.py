@@ -3,7 +3,7 @@ product function, ``@figure("fig5_windows", ...)`` on its drawing function); thi
 
 Everything that lists tables or figures is derived from these declarations: the choices of
 ``dyafdb analysis``, the analysis rules (one generated per table, one per figure, in
-workflow/rules/analysis.smk), AnalysisPlan's lists, the report's titles and order. A new table is
+workflow/rules/analysis.smk), AnalysisInputs's lists, the report's titles and order. A new table is
 its decorated function plus its caption (workflow/report/<caption>.rst); a new figure likewise.
 
 The declarations are read from the source (as ``@adapter`` is, dyafdb.declarations), not by

@@ -9,6 +9,7 @@ from typing import Any
 from dyafdb.analysis.annotation_key import key_file_for
 from dyafdb.analysis.answers import AnswerPolicy
 from dyafdb.errors import InputError
+from dyafdb.analysis.people import with_person_counts
 from dyafdb.paths import results_of
 from dyafdb.schema_check import fill_defaults, load_schema
 
@@ -121,7 +122,8 @@ def from_config(config: dict[str, Any] | None, root: Path | None = None) -> Sett
     human = section.get("human_labels")
     return Settings(
         models=models,
-        labels={m: spec.get("label", m) for m, spec in known_models.items()},
+        # a person's row and column say how many people and sessions they hold (dyafdb.seat)
+        labels=with_person_counts(config, root, {m: spec.get("label", m) for m, spec in known_models.items()}),
         main_window_s=float(window) if window is not None else None,
         bootstrap=int(section["bootstrap"]),
         seed=int(section["seed"]),

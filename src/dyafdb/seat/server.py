@@ -83,6 +83,12 @@ class Seat:
         self.pool = AgentPool({**self.config, "bridge": {**self.config["bridge"], "in_process": True}})
         self.busy = asyncio.Lock()
 
+    def warm(self) -> None:
+        """Load every partner model before the page opens, so a conversation starts without a wait."""
+        for row in self.rows:
+            side = "b" if person_side(self.config, row) == "a" else "a"
+            self.pool.get(row.model_of(side), ("a", "b").index(side))
+
     # -- HTTP -------------------------------------------------------------------------------
     def _authorised(self, query: Mapping[str, list[str]]) -> bool:
         return self.token is None or hmac.compare_digest((query.get("token") or [""])[0], self.token)
@@ -248,6 +254,7 @@ async def _send_quietly(ws: ServerConnection, data: dict[str, Any]) -> None:
 
 async def serve_seat(seat: Seat, host: str, port: int, announce: Any = print) -> None:
     """Serve until cancelled; ``announce`` gets the page's address once the socket listens."""
+    await asyncio.to_thread(seat.warm)
     async with serve(seat.handle, host, port, process_request=seat.process_request, max_size=2 ** 20) as server:
         bound = server.sockets[0].getsockname()[1]
         suffix = "?token=<your token>" if seat.token else ""  # the secret stays out of logs

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 from dyafdb.errors import InputError
 from dyafdb.fileio import write_atomic
 from dyafdb.paths import results_of
+from dyafdb.schema_check import schema_default
 from dyafdb.suite.design import Conversation, build_design, is_person
 
 PARTICIPANT = re.compile(r"p(\d{3,})")
@@ -66,7 +67,7 @@ def new_participant(config: Mapping[str, Any], root: Path) -> str:
 def participant_config(config: Mapping[str, Any], pid: str) -> dict[str, Any]:
     """The config whose results folder is the participant's own (relative to the project root, as results_dir is)."""
     check_participant(pid)
-    return {**config, "results_dir": str(Path(config.get("results_dir", "results")) / "participants" / pid)}
+    return {**config, "results_dir": str(Path(config.get("results_dir", schema_default("config", "results_dir"))) / "participants" / pid)}
 
 
 def participant_rows(config: Mapping[str, Any], rows: list[Conversation], pid: str) -> list[Conversation]:
@@ -81,3 +82,4 @@ def participant_rows(config: Mapping[str, Any], rows: list[Conversation], pid: s
         ordered = sorted(variants, key=lambda r: (person_side(config, r), r.opener, r.repetition))
         chosen.append(ordered[(number - 1 + i) % len(ordered)])
     return chosen
+

@@ -46,7 +46,9 @@ export function withToken(path) {
 }
 
 export function socketUrl(path) {
-  return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + withToken(path);
+  const url = new URL(withToken(path), location.href);  // relative to the page, like its fetches
+  url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  return url.href;
 }
 
 export function summary(values) {
