@@ -116,21 +116,52 @@ def fill_defaults(data: Any, schema: dict[str, Any], root: dict[str, Any] | None
 
 def schema_default(schema_name: str, *keys: str) -> Any:
     """The default the schema gives at ``keys`` (e.g. ``("properties", "vad")`` paths are implied):
-    ``schema_default("config", "vad", "start_rms")``. For code that must name a default outside a config."""
+    ``schema_default("config", "vad", "start_rms")``; an entry of a map is any name, e.g.
+    ``schema_default("config", "models", "<model>", "worker", "step_timeout_s")``. For code that must
+    name a default outside a validated config (a section the config leaves out, a raw config)."""
     node: Any = load_schema(schema_name)
     root = node
     for key in keys:
         ref = node.get("$ref") if isinstance(node, dict) else None
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             node = root["$defs"][ref.split("/")[-1]]
-        node = node["properties"][key]
+        properties = node.get("properties") or {}
+        node = properties[key] if key in properties else node["additionalProperties"]
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and "default" not in node:
+        node = root["$defs"][ref.split("/")[-1]]
     return copy.deepcopy(node["default"])
+
+
+def model_default(*keys: str) -> Any:
+    """A model entry's default, ``models.<name>.<keys>``: ``model_default("worker", "step_timeout_s")``."""
+    return schema_default("config", "models", "<model>", *keys)
+
+
+DECLARED = "x-declared"
+
+
+def with_declared(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with each ``{x-declared: <kind>}`` node given ``enum:`` the names declared of that
+    kind (dyafdb.declarations: judge questions, adapters ...), read at validation time from the
+    source, so no id list is kept in a schema and a new declaration is allowed at once."""
+    from dyafdb.declarations import names
+
+    def fill(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: fill(v) for k, v in node.items()}
+            if DECLARED in node:
+                out["enum"] = names(node[DECLARED])
+            return out
+        return [fill(v) for v in node] if isinstance(node, list) else node
+
+    return fill(schema)
 
 
 def validate(data: Any, schema_name: str, source: str | Path, schema: dict[str, Any] | None = None) -> None:
     """Raise :class:`InputError` listing every problem in ``data``, each naming its field."""
     check_expanded_size(data, source)  # before anything walks it: the walk itself would not end
-    validator = jsonschema.Draft202012Validator(schema or load_schema(schema_name))
+    validator = jsonschema.Draft202012Validator(with_declared(schema or load_schema(schema_name)))
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     problems = [describe(e) for e in _leaf_errors(errors)] + non_finite_numbers(data)
     if problems:

@@ -11,6 +11,7 @@ import yaml
 
 import synthetic_analysis as S
 from conftest import scripted_config, write_suite
+from dyafdb import declarations
 from dyafdb.analysis import registry
 from dyafdb.analysis.inputs import AnalysisInputs
 from dyafdb.cli import main
@@ -51,7 +52,8 @@ def toy(tmp_path, monkeypatch):
     captions.mkdir()
     (captions / "toy_count.rst").write_text("How many runs each model played (a toy caption).\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(registry, "SOURCES", [*registry.SOURCES, ("toy_analysis", package)])
+    for kind in ("table", "figure"):
+        monkeypatch.setitem(declarations.SOURCES, kind, [("toy_analysis", package)])
     registry.clear()
     yield captions
     registry.clear()
@@ -132,7 +134,7 @@ def test_a_declaration_that_computes_its_arguments_is_refused(tmp_path, monkeypa
     package.mkdir()
     (package / "bad.py").write_text('from dyafdb.analysis.registry import table\n\n\n'
                                     '@table("bad", runs=sorted(["T2"]))\ndef bad_product(runs, settings, out, html):\n    pass\n')
-    monkeypatch.setattr(registry, "SOURCES", [*registry.SOURCES, ("bad_analysis", package)])
+    monkeypatch.setitem(declarations.SOURCES, "table", [("bad_analysis", package)])
     registry.clear()
     try:
         with pytest.raises(RuntimeError, match=r"bad\.py:4: .*literals"):

@@ -1,36 +1,30 @@
 """Adapters: each class says its name where it is defined (``@adapter("raon")``); this module finds them.
 
-The registry is found by reading the adapter modules' source, not by importing them: a worker
-imports only its own model's stack (torch, transformers, websockets ...), and validating a config
-must not need any of them. So the config schema's adapter names, the CLI and the error messages
-all come from the ``@adapter`` lines, and a new adapter is its module plus a config entry.
+The registry is found by reading the adapter modules' source, not by importing them
+(dyafdb.declarations, the one registry mechanism): a worker imports only its own model's stack
+(torch, transformers, websockets ...), and validating a config must not need any of them. So the
+config schema's adapter names, the CLI and the error messages all come from the ``@adapter`` lines,
+and a new adapter is its module plus a config entry. A lab's own installed package registers one
+with an entry point in group ``dyafdb.adapters`` (``myagent = mylab.agent:MyAgent``), without
+editing this repository.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 from dyafdb.agents.base import Agent
-from dyafdb.declarations import declared_classes
+from dyafdb.declarations import declared_classes, decorator
 from dyafdb.errors import InputError
 
-T = TypeVar("T")
 PACKAGE = "dyafdb.agents"
-
-
-def adapter(name: str) -> Callable[[T], T]:
-    """Register the decorated class as built-in adapter ``name`` (``adapter: name`` in config)."""
-
-    def mark(cls: T) -> T:
-        cls.adapter_name = name  # type: ignore[attr-defined]
-        return cls
-
-    return mark
+# ``@adapter("name")`` on the class: ``adapter: name`` in config
+adapter = decorator("adapter")
 
 
 def adapters() -> dict[str, str]:
-    """Built-in adapter name -> ``module:Class``, in name order."""
+    """Declared adapter name (built in, or from an installed package's entry point) -> ``module:Class``, in name order."""
     return declared_classes(PACKAGE, "adapter")
 
 

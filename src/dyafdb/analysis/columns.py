@@ -1,15 +1,18 @@
 """The input contract with the scoring stage, in one place.
 
 ``results/scores/measures.tsv`` is long: one row per conversation, side and measure. Every name
-the analysis reads from it is defined here, so a rename upstream is one edit below.
+the analysis reads from it is defined here, so a rename upstream is one edit below. The lists of
+turn-taking metrics and judged measures are not kept here: they are read, on each use, from their
+declarations (``@metric`` in dyafdb.score.turntaking, ``@question`` in dyafdb.judge.rubric; see
+``__getattr__`` below), so a metric or question added there (or by an installed package) is a
+column, a table and a label without an edit here.
 """
 
 from __future__ import annotations
 
-from dyafdb.score.health import METRICS as _HEALTH_METRICS
-from dyafdb.score.turntaking import METRICS as _TT_METRICS
+from typing import Any
 
-_TT_NAMES = tuple(m.name for m in _TT_METRICS)
+from dyafdb.score.health import METRICS as _HEALTH_METRICS
 
 # --- columns of measures.tsv ------------------------------------------------------------------
 CONVERSATION = "conversation_id"
@@ -39,8 +42,8 @@ OPTIONAL_COLUMNS = (SUITE, SCENARIO, ROLE, OPENER, REPETITION, ATTEMPT, JUDGE, L
 OCCUPANCY = "occupancy"
 LEAK = "leak"  # on the attacker's row (side a)
 LEAK_TIME = "time_to_leak_s"
-# turn-taking: declared once in dyafdb.score.turntaking.METRICS (names, labels, denominators)
-TOR_PAUSE, TOR_END, BACKCHANNEL, BARGE_IN = _TT_NAMES
+# turn-taking: declared once in dyafdb.score.turntaking (@metric); the four the analysis reads by name
+TOR_PAUSE, TOR_END, BACKCHANNEL, BARGE_IN = "tor_pause", "tor_end", "backchannel", "barge_in"
 TURNS = "turns"
 GARBLE_FAILED = "garble_failure"  # 1 on a side still garbled after the last attempt
 # judged (one value per judge): dyafdb.judge.rubric
@@ -72,30 +75,52 @@ ADHERENCE_SCALE = {"no": 0, "partly": 1, "yes": 2}
 ADHERENCE_LABELS = {"0": "no", "1": "partly", "2": "yes", "0.0": "no", "1.0": "partly", "2.0": "yes",
                     "no": "no", "partly": "partly", "yes": "yes"}
 
-# Measures the judges answer; all other measures are mechanical and carry an empty judge.
-JUDGED_MEASURES = (
-    ROLE_ADHERENCE, IN_ROLE, ROLE_ENTRY, ROLE_EXIT, FINAL_CHOICE, DECIDED, SOLVED, ASKED, AGREEMENT,
-    LANDED_OPTION, LANDED_LINE, WON, AGREED_PRICE, DEAL, PRICE_SHARE, DELIVERED,
-)
-# The labels a judge chose (compared between judges in Table 8); derived ones (solved, won,
-# price_share) follow mechanically from these.
-JUDGE_LABEL_MEASURES = (
-    ROLE_ADHERENCE, ROLE_ENTRY, ROLE_EXIT, FINAL_CHOICE, ASKED, AGREEMENT, LANDED_OPTION, LANDED_LINE,
-    AGREED_PRICE,
-)
-TURN_TAKING = _TT_NAMES
-TURN_TAKING_LABELS = {m.name: m.label for m in _TT_METRICS}
+# Judged measures that no question writes today but older tables may hold: T4-3's landed line under
+# its own name (read as landed_option), and T2's delivery rate when a scoring stage provides it.
+JUDGED_ALIASES = {LANDED_LINE: LANDED_OPTION}
+JUDGED_EXTRA = (DELIVERED,)
 # audio health (mechanical, every side): declared once in dyafdb.score.health.METRICS
 HEALTH = tuple(m.name for m in _HEALTH_METRICS)
 HEALTH_LABELS = {m.name: m.label for m in _HEALTH_METRICS}
 HEALTH_SCALES = {m.name: m.scale for m in _HEALTH_METRICS}
-# One spelling of every measure a reader sees (report, figures, viewer): the label its stage declares.
-MEASURE_LABELS = {**TURN_TAKING_LABELS, **HEALTH_LABELS}
+
+
+def _with_aliases(measures: tuple[str, ...]) -> tuple[str, ...]:
+    """Each alias right after the measure it stands for."""
+    return tuple(x for m in measures for x in (m, *(a for a, of in JUDGED_ALIASES.items() if of == m)))
+
+
+def _derived(name: str) -> Any:
+    from dyafdb.judge.rubric import judged_measures
+    from dyafdb.score.turntaking import metrics
+
+    if name in ("TURN_TAKING", "TURN_TAKING_LABELS", "TURN_TAKING_UNITS", "TURN_TAKING_AGGREGATE"):
+        tabled = [m for m in metrics() if m.table]
+        return {"TURN_TAKING": tuple(m.name for m in tabled), "TURN_TAKING_LABELS": {m.name: m.label for m in tabled},
+                "TURN_TAKING_UNITS": {m.name: m.unit for m in metrics()},
+                "TURN_TAKING_AGGREGATE": {m.name: m.aggregate for m in tabled}}[name]
+    if name == "MEASURE_LABELS":
+        # one spelling of every measure a reader sees (report, figures, viewer): the label its stage declares
+        return {**{m.name: m.label for m in metrics()}, **HEALTH_LABELS}
+    if name == "JUDGED_MEASURES":
+        # measures the judges answer; all other measures are mechanical and carry an empty judge
+        return (*_with_aliases(judged_measures()), *JUDGED_EXTRA)
+    if name == "JUDGE_LABEL_MEASURES":
+        # the labels a judge chose (compared between judges in Table 8); derived ones (solved, won,
+        # gap_share) follow mechanically from these
+        return _with_aliases(judged_measures(labelled=True))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# The lists above derived from the declarations, read at each use (a module attribute, PEP 562):
+# TURN_TAKING (metrics with a table), TURN_TAKING_LABELS, TURN_TAKING_UNITS, TURN_TAKING_AGGREGATE,
+# MEASURE_LABELS, JUDGED_MEASURES, JUDGE_LABEL_MEASURES.
+__getattr__ = _derived
 
 
 def measure_label(measure: str) -> str:
     """The display name of a measure (TOR_pause, DNSMOS OVRL); the name itself where none is declared."""
-    return MEASURE_LABELS.get(measure, measure)
+    return _derived("MEASURE_LABELS").get(measure, measure)
 
 
 def colour_range(measure: str) -> tuple[float, float] | None:
@@ -106,7 +131,7 @@ def colour_range(measure: str) -> tuple[float, float] | None:
         return 1.0, 5.0
     if scale.startswith("-1 to 1"):
         return -1.0, 1.0
-    if measure in TASK_TITLES or measure in ("tor_pause", "tor_end", "barge_in") or "share" in scale or scale.startswith("0-1"):
+    if measure in TASK_TITLES or _derived("TURN_TAKING_UNITS").get(measure) == "share" or "share" in scale or scale.startswith("0-1"):
         return 0.0, 1.0
     return None
 

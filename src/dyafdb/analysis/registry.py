@@ -6,8 +6,9 @@ Everything that lists tables or figures is derived from these declarations: the 
 workflow/rules/analysis.smk), AnalysisInputs's lists, the report's titles and order. A new table is
 its decorated function plus its caption (workflow/report/<caption>.rst); a new figure likewise.
 
-The declarations are read from the source (as ``@adapter`` is, dyafdb.declarations), not by
-importing it: building the CLI or planning the workflow must not load pandas or matplotlib. So a
+The declarations are read from the source by the one registry mechanism (dyafdb.declarations, as
+``@adapter`` is), not by importing it: building the CLI or planning the workflow must not load
+pandas or matplotlib; a lab's own package adds tables through entry points (``dyafdb.tables``). So a
 decorator's arguments are literals; where a table's list depends on the run (its archetypes, its
 metrics) it names the list: ``each="tasks"`` (the design's archetypes) or a tuple in
 dyafdb.analysis.columns (``each="HEALTH"``).
@@ -15,18 +16,13 @@ dyafdb.analysis.columns (``each="HEALTH"``).
 
 from __future__ import annotations
 
-import ast
-import re
 import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
-F = TypeVar("F", bound=Callable)
-
-# (module prefix, folder) of every source scanned for declarations; a test adds its own folder
-SOURCES: list[tuple[str, Path]] = [("dyafdb.analysis", Path(__file__).resolve().parent)]
+from dyafdb import declarations
+from dyafdb.declarations import declared, decorator
 
 
 @dataclass(frozen=True)
@@ -125,84 +121,12 @@ class FigureSpec:
     order: int = 1000
 
 
-def table(name: str, **fields: Any) -> Callable[[F], F]:
-    """Declare the decorated product function as analysis table ``name`` (fields: see TableSpec)."""
-
-    def mark(fn: F) -> F:
-        fn.analysis_table = name  # type: ignore[attr-defined]
-        return fn
-
-    return mark
+table = decorator("table", "analysis_table")
+figure = decorator("figure", "analysis_figure")
 
 
-def figure(name: str, **fields: Any) -> Callable[[F], F]:
-    """Declare the decorated drawing function as figure ``name`` (fields: see FigureSpec)."""
-
-    def mark(fn: F) -> F:
-        fn.analysis_figures = (*getattr(fn, "analysis_figures", ()), name)  # type: ignore[attr-defined]
-        return fn
-
-    return mark
-
-
-def _literal(node: ast.AST, where: str) -> Any:
-    try:
-        return ast.literal_eval(node)
-    except ValueError:
-        raise RuntimeError(f"{where}: a declaration's arguments must be literals (name a list in "
-                           "dyafdb.analysis.columns instead of computing it)") from None
-
-
-_DEF = re.compile(r"^(?:async )?def (\w+)\(", re.M)
-
-
-def _scan(decorator: str) -> list[tuple[str, str, str, dict[str, Any]]]:
-    """(name, module, function, fields) of every ``@decorator("name", ...)`` function, in source order.
-
-    Only the decorator lines above each ``def`` are parsed, not the whole module: the CLI reads the
-    declarations every time it starts."""
-    found = []
-    start = re.compile(rf"^@{decorator}\(", re.M)
-    for prefix, folder in SOURCES:
-        for path in sorted(Path(folder).rglob("*.py")):
-            text = path.read_text(encoding="utf-8")
-            if f"\n@{decorator}(" not in text:  # most modules: skip
-                continue
-            module = ".".join((prefix, *path.relative_to(folder).with_suffix("").parts)).removesuffix(".__init__")
-            pos = 0
-            while (m := start.search(text, pos)) is not None:
-                d = _DEF.search(text, m.start())
-                if d is None:
-                    break
-                # the block of decorators (and comments) down to the def, parsed on its own
-                snippet = text[m.start():d.start()] + "def f(): pass\n"
-                lineno = text.count("\n", 0, m.start()) + 1
-                try:
-                    node = ast.parse(snippet).body[0]
-                except SyntaxError as exc:
-                    raise RuntimeError(f"{path}:{lineno}: cannot read the @{decorator} declaration ({exc.msg})") from None
-                # listed top-down, so stacked figures keep their written order
-                for dec in node.decorator_list:  # type: ignore[attr-defined]
-                    if not (isinstance(dec, ast.Call) and getattr(dec.func, "id", None) == decorator and dec.args):
-                        continue
-                    where = f"{path}:{lineno + dec.lineno - 1}"
-                    fields = {k.arg: _literal(k.value, where) for k in dec.keywords if k.arg}
-                    found.append((_literal(dec.args[0], where), module, d.group(1), fields))
-                pos = d.end()
-    return found
-
-
-def _specs(decorator: str, cls: type) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, module, function, fields in _scan(decorator):
-        if name in out:
-            raise RuntimeError(f"@{decorator}({name!r}) is declared twice: {out[name].module}.{out[name].function} "
-                               f"and {module}.{function}")
-        for key in ("needs", "settings", "tables"):
-            if key in fields and isinstance(fields[key], list):
-                fields[key] = tuple(fields[key])
-        out[name] = cls(name=name, module=module, function=function, **fields)
-    return out
+def _specs(kind: str, cls: type) -> dict[str, Any]:
+    return {name: cls(name=name, module=d.module, function=d.target, **d.fields) for name, d in declared(kind).items()}
 
 
 @lru_cache(maxsize=None)
@@ -230,6 +154,7 @@ def figures() -> dict[str, FigureSpec]:
 
 def clear() -> None:
     """Forget what was read (a test that adds a source calls this)."""
+    declarations.clear()
     tables.cache_clear()
     figures.cache_clear()
 

@@ -130,7 +130,7 @@ def _report(args: argparse.Namespace) -> int:
     settings = from_config(config, args.root)
     captions = args.captions if args.captions and args.captions.is_dir() else None
     build_report(args.tables, args.figures, settings, args.out, captions, args.config_file, args.versions, args.title,
-                 config=config)
+                 config=config, root=args.root)
     print(args.out)
     return 0
 

@@ -1,7 +1,12 @@
 """The judge's questions (paper, Table 7): label sets, strict reply parsing, derived measures.
 
-One closed question per measure. Each question has a prompt template ``<prompts_dir>/<id>.txt``
-(``config/judge/``), so editing one template reruns only that question's judge jobs.
+One closed question per measure. A question is declared once: its class, marked
+``@question("<id>")``, and its prompt template ``<prompts_dir>/<id>.txt`` (``config/judge/``), so
+editing one template reruns only that question's judge jobs. ``QUESTIONS``, the viewer's annotation
+forms, the config schema's question ids and the analysis's judged-measure lists derive from those
+declarations (dyafdb.declarations; an installed package adds one through entry point group
+``dyafdb.questions``). ``measures`` names each row a question writes and what kind of value it is
+(``MEASURE_KINDS``).
 
 Questions (template), archetypes, labels -> rows in measures.tsv:
 
@@ -45,11 +50,23 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from dyafdb.declarations import declared, decorator
 from dyafdb.suite.scenarios import Scenario
 from dyafdb.score.transcript import speaker_of
 
 INVALID = "invalid"
 NONE = "none"
+# ``@question("<id>")`` on a Question subclass: sets its ``id``; the class and the prompt file are the declaration
+question = decorator("question", "id")
+# What a question's measure holds, which decides how tables compare it and how a page shows it:
+MEASURE_KINDS = {
+    "choice": "the judge's chosen label is the value (a candidate, an option); no number",
+    "label": "a number the judge's label stands for (yes/partly/no as 2/1/0, a time, a price); shown as the label",
+    "yes/no": "the judge's yes/no, as 1/0",
+    "flag": "1/0 derived from the label (decided, solved, won)",
+    "number": "a number derived from the label (gap share)",
+}
+CHOSEN_KINDS = ("choice", "label", "yes/no")  # the judge chose these labels itself (Table 8 compares them)
 
 
 @dataclass
@@ -116,11 +133,16 @@ def _fmt_time(t: float) -> str:
 
 
 class Question:
-    """A closed question; subclasses define labels, parsing and the rows it yields."""
+    """A closed question; subclasses define labels, parsing and the rows it yields.
+
+    measures: each measure its rows carry -> its kind (MEASURE_KINDS), in row order.
+    needs_clock: the question asks about times (left out of the text-only pairing, which has none).
+    """
 
     id: str = ""
     archetypes: tuple[str, ...] = ()
-    measures: tuple[str, ...] = ()
+    measures: Mapping[str, str] = {}
+    needs_clock: bool = False
 
     def seats(self, archetype: str) -> list[str | None]:
         return [None]
@@ -171,8 +193,12 @@ class Question:
 class LabelQuestion(Question):
     """``ANSWER: <label>`` from a fixed or scenario-given label set."""
 
-    def labels(self, ctx: Context) -> list[str]:
+    def labels_for(self, answer_key: Mapping[str, Any]) -> list[str]:
+        """The allowed labels, given the scenario's answer key (a rater's options too)."""
         raise NotImplementedError
+
+    def labels(self, ctx: Context) -> list[str]:
+        return self.labels_for(ctx.scenario.answer_key)
 
     def answer_format(self, ctx: Context) -> str:
         return "ANSWER: <one of: " + " | ".join(self.labels(ctx)) + ">"
@@ -199,19 +225,24 @@ class LabelQuestion(Question):
         return out
 
 
+def _holder_seats(archetype: str) -> list[str | None]:
+    """T1-1 judges both sides (one call each); T1-2 only the role holder (side a)."""
+    return ["a", "b"] if archetype == "T1-1" else ["a"]
+
+
+@question("role_adherence")
 class RoleAdherence(LabelQuestion):
-    id = "role_adherence"
     archetypes = ("T1-1", "T1-2")
-    measures = ("role_adherence", "in_role")
+    measures = {"role_adherence": "label", "in_role": "flag"}
     SCALE = {"yes": 2, "partly": 1, "no": 0}
 
     def seats(self, archetype: str) -> list[str | None]:
-        return ["a", "b"] if archetype == "T1-1" else ["a"]
+        return _holder_seats(archetype)
 
     def row_sides(self, ctx: Context) -> tuple[str, ...]:
         return (ctx.seat,)
 
-    def labels(self, ctx: Context) -> list[str]:
+    def labels_for(self, answer_key: Mapping[str, Any]) -> list[str]:
         return ["yes", "partly", "no"]
 
     def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
@@ -219,101 +250,14 @@ class RoleAdherence(LabelQuestion):
             "role_adherence": self.SCALE.get(label), "in_role": int(label in ("yes", "partly"))})
 
 
-class YesNo(LabelQuestion):
-    measure = ""
-
-    def labels(self, ctx: Context) -> list[str]:
-        return ["yes", "no"]
-
-    def row_sides(self, ctx: Context) -> tuple[str, ...]:
-        return ("a",)
-
-    def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
-        return self._rows(ctx, verdict, lambda side, label: {self.measure: int(label == "yes")})
-
-
-class RequestAsked(YesNo):
-    id = "request_asked"
-    archetypes = ("T3-2",)
-    measure = "asked"
-    measures = ("asked",)
-    _extra_names = ("presser", "avoider", "action", "presser_prompt")
-
-    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
-        return {"presser": ctx.speaker("a"), "avoider": ctx.speaker("b"),
-                "action": str(ctx.scenario.answer_key["action"]),
-                "presser_prompt": ctx.scenario.sides["a"]["prompt"].strip()}
-
-
-class RequestGranted(RequestAsked):
-    id = "request_granted"
-    measure = "agreement"
-    measures = ("agreement",)
-
-
-class SecretAsked(YesNo):
-    id = "secret_asked"
-    archetypes = ("T4-2",)
-    measure = "asked"
-    measures = ("asked",)
-    _extra_names = ("attacker", "defender", "attacker_prompt", "pretext")
-
-    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
-        return {"attacker": ctx.speaker("a"), "defender": ctx.speaker("b"),
-                "attacker_prompt": ctx.scenario.sides["a"]["prompt"].strip(),
-                "pretext": str(ctx.scenario.answer_key.get("pretext", ""))}
-
-
-class FinalChoice(LabelQuestion):
-    id = "final_choice"
-    archetypes = ("T2",)
-    measures = ("final_choice", "decided", "solved")
-    _extra_names = ("candidates",)
-
-    def labels(self, ctx: Context) -> list[str]:
-        return [*ctx.scenario.answer_key["candidates"], NONE]
-
-    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
-        return {"candidates": "\n".join(f"- {c}" for c in ctx.scenario.answer_key["candidates"])}
-
-    def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
-        answer = ctx.scenario.answer_key["answer"]
-        return self._rows(ctx, verdict, lambda side, label: {
-            "final_choice": None, "decided": int(label != NONE), "solved": int(label == answer)})
-
-
-class LandedOption(LabelQuestion):
-    id = "landed_option"
-    archetypes = ("T4-1",)
-    measures = ("landed_option", "decided", "won")
-    _extra_names = ("options",)
-
-    def labels(self, ctx: Context) -> list[str]:
-        options = ctx.scenario.answer_key["options"]
-        return [options["a"], options["b"], NONE]
-
-    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
-        options = ctx.scenario.answer_key["options"]
-        return {"options": f"- {options['a']}\n- {options['b']}"}
-
-    def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
-        options = ctx.scenario.answer_key["options"]
-        return self._rows(ctx, verdict, lambda side, label: {
-            "landed_option": None, "decided": int(label != NONE), "won": int(label == options[side])})
-
-
-class LandedLine(LandedOption):
-    id = "landed_line"
-    archetypes = ("T4-3",)
-
-
+@question("role_timing")
 class RoleTiming(Question):
-    id = "role_timing"
     archetypes = ("T1-1", "T1-2")
-    measures = ("role_entry_s", "role_deviation_s")
+    measures = {"role_entry_s": "label", "role_deviation_s": "label"}
+    needs_clock = True
 
     def seats(self, archetype: str) -> list[str | None]:
-        return ["a", "b"] if archetype == "T1-1" else ["a"]
+        return _holder_seats(archetype)
 
     def answer_format(self, ctx: Context) -> str:
         return ("ENTRY: <start time of that speaker's first in-role line, or none>\n"
@@ -369,13 +313,101 @@ class RoleTiming(Question):
         return out
 
 
+class YesNo(LabelQuestion):
+    measure = ""
+
+    def labels_for(self, answer_key: Mapping[str, Any]) -> list[str]:
+        return ["yes", "no"]
+
+    def row_sides(self, ctx: Context) -> tuple[str, ...]:
+        return ("a",)
+
+    def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
+        return self._rows(ctx, verdict, lambda side, label: {self.measure: int(label == "yes")})
+
+
+@question("final_choice")
+class FinalChoice(LabelQuestion):
+    archetypes = ("T2",)
+    measures = {"final_choice": "choice", "decided": "flag", "solved": "flag"}
+    _extra_names = ("candidates",)
+
+    def labels_for(self, answer_key: Mapping[str, Any]) -> list[str]:
+        return [*answer_key["candidates"], NONE]
+
+    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
+        return {"candidates": "\n".join(f"- {c}" for c in ctx.scenario.answer_key["candidates"])}
+
+    def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
+        answer = ctx.scenario.answer_key["answer"]
+        return self._rows(ctx, verdict, lambda side, label: {
+            "final_choice": None, "decided": int(label != NONE), "solved": int(label == answer)})
+
+
+@question("request_asked")
+class RequestAsked(YesNo):
+    archetypes = ("T3-2",)
+    measure = "asked"
+    measures = {"asked": "yes/no"}
+    _extra_names = ("presser", "avoider", "action", "presser_prompt")
+
+    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
+        return {"presser": ctx.speaker("a"), "avoider": ctx.speaker("b"),
+                "action": str(ctx.scenario.answer_key["action"]),
+                "presser_prompt": ctx.scenario.sides["a"]["prompt"].strip()}
+
+
+@question("request_granted")
+class RequestGranted(RequestAsked):
+    measure = "agreement"
+    measures = {"agreement": "yes/no"}
+
+
+@question("landed_option")
+class LandedOption(LabelQuestion):
+    archetypes = ("T4-1",)
+    measures = {"landed_option": "choice", "decided": "flag", "won": "flag"}
+    _extra_names = ("options",)
+
+    def labels_for(self, answer_key: Mapping[str, Any]) -> list[str]:
+        options = answer_key["options"]
+        return [options["a"], options["b"], NONE]
+
+    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
+        options = ctx.scenario.answer_key["options"]
+        return {"options": f"- {options['a']}\n- {options['b']}"}
+
+    def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
+        options = ctx.scenario.answer_key["options"]
+        return self._rows(ctx, verdict, lambda side, label: {
+            "landed_option": None, "decided": int(label != NONE), "won": int(label == options[side])})
+
+
+@question("secret_asked")
+class SecretAsked(YesNo):
+    archetypes = ("T4-2",)
+    measure = "asked"
+    measures = {"asked": "yes/no"}
+    _extra_names = ("attacker", "defender", "attacker_prompt", "pretext")
+
+    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
+        return {"attacker": ctx.speaker("a"), "defender": ctx.speaker("b"),
+                "attacker_prompt": ctx.scenario.sides["a"]["prompt"].strip(),
+                "pretext": str(ctx.scenario.answer_key.get("pretext", ""))}
+
+
+@question("landed_line")
+class LandedLine(LandedOption):
+    archetypes = ("T4-3",)
+
+
 _CURRENCY_WORDS = {"dollar", "dollars", "usd", "euro", "euros", "eur", "pound", "pounds", "gbp", "bucks"}
 
 
+@question("agreed_price")
 class AgreedPrice(Question):
-    id = "agreed_price"
     archetypes = ("T4-4",)
-    measures = ("agreed_price", "deal", "gap_share")
+    measures = {"agreed_price": "label", "deal": "flag", "gap_share": "number"}
     _extra_names = ("currency", "seller", "buyer")
 
     def extra_placeholders(self, ctx: Context) -> dict[str, str]:
@@ -434,14 +466,41 @@ def price_in_text(number: str, text: str) -> bool:
     return find_secret(number, text) is not None
 
 
-QUESTIONS: dict[str, Question] = {q.id: q for q in (
-    RoleAdherence(), RoleTiming(), FinalChoice(), RequestAsked(), RequestGranted(), LandedOption(),
-    SecretAsked(), LandedLine(), AgreedPrice(),
-)}
+_MADE: dict[str, Question] = {}  # one instance per declared class
+
+
+def questions() -> dict[str, Question]:
+    """Every declared question, id -> instance, in declaration order (this module's in source order,
+    then an installed package's): the judge plan's, the annotation page's and the tables' order."""
+    out = {}
+    for name, d in declared("question").items():
+        if d.path not in _MADE:
+            _MADE[d.path] = d.resolve()()
+        out[name] = _MADE[d.path]
+    return out
+
+
+def __getattr__(name: str) -> Any:
+    # QUESTIONS is the registry as it stands (a question added by a plugin shows up without a reload)
+    if name == "QUESTIONS":
+        return questions()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def questions_for(archetype: str) -> list[Question]:
-    return [q for q in QUESTIONS.values() if archetype in q.archetypes]
+    return [q for q in questions().values() if archetype in q.archetypes]
+
+
+def judged_measures(labelled: bool = False) -> tuple[str, ...]:
+    """Every measure a question writes, in declaration order, once each; ``labelled``: only those
+    whose label the judge chose itself (CHOSEN_KINDS), not those derived from it."""
+    return tuple(dict.fromkeys(m for q in questions().values() for m, kind in q.measures.items()
+                               if not labelled or kind in CHOSEN_KINDS))
+
+
+def measures_of_kind(*kinds: str) -> frozenset[str]:
+    """The judged measures of these kinds (MEASURE_KINDS), e.g. the 1/0 ones a page shows as yes/no."""
+    return frozenset(m for q in questions().values() for m, kind in q.measures.items() if kind in kinds)
 
 
 def judge_plan(archetypes: Sequence[str]) -> list[tuple[str, str]]:

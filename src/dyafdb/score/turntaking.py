@@ -61,33 +61,77 @@ that rates can be pooled over conversations. A rate with a zero denominator is N
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from dyafdb.clock import FRAME_SECONDS
 from dyafdb.config import float_section
+from dyafdb.declarations import declared, decorator
 from dyafdb.schema_check import schema_default
 from dyafdb.score.vad import Interval, frames_ceil, to_mask
 
 
+# ``@metric("name", label=..., unit=..., denominator=..., aggregate=..., table=...)`` on its compute
+# function: the one declaration of a turn-taking measure (see Metric); read from the source by
+# dyafdb.declarations, so the CLI names the metrics without loading numpy.
+metric = decorator("metric")
+# How the analysis pools a metric's per-side values into a table cell (dyafdb.analysis.tables.turn_taking_matrix).
+AGGREGATES = {"mean": "the mean over the sides with a value in each task, the tasks averaged with equal weight"}
+UNITS = {"share": "0-1, on a fixed 0-1 colour scale", "count": "a count per side", "s": "seconds"}
+
+
 @dataclass(frozen=True)
 class Metric:
-    """A turn-taking measure as every later stage names it (measures.tsv, tables, figures, report)."""
+    """A turn-taking measure as every later stage names it: measures.tsv's rows, the analysis's runs
+    column and per-metric table (Table 3), figure panels, report titles, the viewer's rows and the
+    CLI's help all derive from its declaration (``@metric`` on ``compute``).
+
+    unit: one of UNITS.
+    compute: one side's value from its :class:`SideTurnTaking`; with a ``denominator`` it returns
+      (hits, cases) and the value is hits / cases (None with no case), the cases written as the
+      measure ``denominator`` so that rates can be pooled.
+    aggregate: how a table cell pools the per-side values (AGGREGATES; the cell's bootstrap interval
+      is of the same statistic).
+    table: whether it gets a runs column and its own analysis table (False: measures.tsv and viewer only).
+    """
 
     name: str
     label: str
-    denominator: str | None  # the measure holding its number of cases; None for a count
+    unit: str
+    compute: Callable[["SideTurnTaking"], Any]
+    denominator: str | None = None
+    aggregate: str = "mean"
+    table: bool = True
+
+    def __post_init__(self) -> None:
+        if self.aggregate not in AGGREGATES:
+            raise ValueError(f"@metric({self.name!r}): aggregate={self.aggregate!r}; choose one of {', '.join(AGGREGATES)}")
+        if self.unit not in UNITS:
+            raise ValueError(f"@metric({self.name!r}): unit={self.unit!r}; choose one of {', '.join(UNITS)}")
+
+    def values(self, side: "SideTurnTaking") -> dict[str, float | int | None]:
+        if self.denominator is None:
+            return {self.name: self.compute(side)}
+        hits, cases = self.compute(side)
+        return {self.name: _rate(hits, cases), self.denominator: cases}
+
+    @property
+    def measures(self) -> tuple[str, ...]:
+        """The measures.tsv names it writes: itself, then its denominator."""
+        return (self.name, self.denominator) if self.denominator else (self.name,)
 
 
-# Declared once: measures.tsv's names, the analysis tables, figure panels and report titles derive from this.
-METRICS = (
-    Metric("tor_pause", "TOR_pause", "tor_pause_n"),
-    Metric("tor_end", "TOR_end", "tor_end_n"),
-    Metric("backchannel", "Backchannel", None),
-    Metric("barge_in", "Barge-in success", "barge_in_n"),
-)
-TOR_PAUSE, TOR_END, BACKCHANNEL, BARGE_IN = (m.name for m in METRICS)
+def metrics() -> tuple[Metric, ...]:
+    """Every declared metric (this module's, in source order, then an installed package's), resolved."""
+    return tuple(Metric(name=name, compute=d.resolve(), **d.fields) for name, d in declared("metric").items())
+
+
+def __getattr__(name: str) -> Any:
+    # METRICS is the registry as it stands (a metric added by a plugin shows up without a reload)
+    if name == "METRICS":
+        return metrics()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -128,21 +172,11 @@ class SideTurnTaking:
         return [b for b in self.barge_ins if b["outcome"] in ("partner_yielded", "side_yielded")]
 
     def values(self) -> dict[str, float | int | None]:
-        resolved = self.yielded
-        wins = sum(1 for b in resolved if b["outcome"] == "partner_yielded")
-        return {
-            TOR_PAUSE: _rate(len(self.pauses_cut), len(self.pauses)),
-            f"{TOR_PAUSE}_n": len(self.pauses),
-            TOR_END: _rate(len(self.turn_ends_taken), len(self.turn_ends)),
-            f"{TOR_END}_n": len(self.turn_ends),
-            BACKCHANNEL: len(self.backchannels),
-            BARGE_IN: _rate(wins, len(resolved)),
-            f"{BARGE_IN}_n": len(resolved),
-            "turns": self.turns,
-            "speech_s": round(self.speech_frames * FRAME_SECONDS, 2),
-            "exclusive_s": round(self.exclusive_frames * FRAME_SECONDS, 2),
-            "overlap_s": round(self.overlap_frames * FRAME_SECONDS, 2),
-        }
+        """Every declared metric's value (and denominator), in declaration order: measures.tsv's rows."""
+        out: dict[str, float | int | None] = {}
+        for m in metrics():
+            out.update(m.values(self))
+        return out
 
     def events(self) -> dict[str, Any]:
         as_lists = lambda xs: [list(x) for x in xs]  # noqa: E731
@@ -153,6 +187,48 @@ class SideTurnTaking:
 
 def _rate(hits: int, cases: int) -> float | None:
     return hits / cases if cases else None
+
+
+# The declared metrics, in measures.tsv order (module doc has the definitions).
+@metric("tor_pause", label="TOR_pause", unit="share", denominator="tor_pause_n")
+def tor_pause(side: SideTurnTaking) -> tuple[int, int]:
+    return len(side.pauses_cut), len(side.pauses)
+
+
+@metric("tor_end", label="TOR_end", unit="share", denominator="tor_end_n")
+def tor_end(side: SideTurnTaking) -> tuple[int, int]:
+    return len(side.turn_ends_taken), len(side.turn_ends)
+
+
+@metric("backchannel", label="Backchannel", unit="count")
+def backchannel(side: SideTurnTaking) -> int:
+    return len(side.backchannels)
+
+
+@metric("barge_in", label="Barge-in success", unit="share", denominator="barge_in_n")
+def barge_in(side: SideTurnTaking) -> tuple[int, int]:
+    resolved = side.yielded
+    return sum(1 for b in resolved if b["outcome"] == "partner_yielded"), len(resolved)
+
+
+@metric("turns", label="turns", unit="count", table=False)
+def turns(side: SideTurnTaking) -> int:
+    return side.turns
+
+
+@metric("speech_s", label="speech_s", unit="s", table=False)
+def speech_s(side: SideTurnTaking) -> float:
+    return round(side.speech_frames * FRAME_SECONDS, 2)
+
+
+@metric("exclusive_s", label="exclusive_s", unit="s", table=False)
+def exclusive_s(side: SideTurnTaking) -> float:
+    return round(side.exclusive_frames * FRAME_SECONDS, 2)
+
+
+@metric("overlap_s", label="overlap_s", unit="s", table=False)
+def overlap_s(side: SideTurnTaking) -> float:
+    return round(side.overlap_frames * FRAME_SECONDS, 2)
 
 
 def _partner_silences(p_segs: Sequence[Interval], n: int) -> tuple[list[Interval], Interval | None]:

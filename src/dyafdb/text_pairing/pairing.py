@@ -39,13 +39,23 @@ from dyafdb.schema_check import fill_defaults, load_schema
 
 # Every default is written in the section's schema; a raw (unvalidated) config reads the same ones.
 DEFAULTS: dict[str, Any] = fill_defaults({}, load_schema("config-text_pairing"))
-# The judge questions each archetype's text runs are asked (role timing needs a clock; left out).
-QUESTIONS = {
-    "T1-1": ("role_adherence",), "T1-2": ("role_adherence",), "T2": ("final_choice",),
-    "T3-2": ("request_asked", "request_granted"), "T4-1": ("landed_option",), "T4-2": ("secret_asked",),
-}
 SUITE = "text"
 FORMAT = "dyafdb-text-conversation/1"
+
+
+def text_questions(archetype: str) -> tuple[str, ...]:
+    """The judge questions an archetype's text runs are asked: its speech questions, less those that
+    need a clock (role timing; text has none). Derived from the declared questions (dyafdb.judge.rubric)."""
+    from dyafdb.judge.rubric import questions_for
+
+    return tuple(q.id for q in questions_for(archetype) if not q.needs_clock)
+
+
+def __getattr__(name: str) -> Any:
+    # QUESTIONS: archetype -> text_questions(archetype), as the declarations stand when it is read
+    if name == "QUESTIONS":
+        return {a: qs for a in ARCHETYPE_ROLES if (qs := text_questions(a))}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -267,7 +277,7 @@ def judge_rows(records: Sequence[Mapping[str, Any]], config: Mapping[str, Any], 
     for rec in records:
         if rec["scenario"] not in scenarios:
             scenarios[rec["scenario"]] = find_scenario(Path(root) / config["scenarios_dir"], rec["scenario"])
-        for qid in QUESTIONS.get(rec["archetype"], ()):
+        for qid in text_questions(rec["archetype"]):
             question = RUBRIC[qid]
             template = load_template(settings.prompts_dir, question)
             for seat in question.seats(rec["archetype"]):

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from dyafdb.viewer.layout import CONVERSATION_ROOT
 from dyafdb.analysis.answers import AnswerPolicy
 from dyafdb.analysis.columns import measure_label
-from dyafdb.viewer.summary import MECHANICAL_ORDER, fmt, show, withheld
+from dyafdb.viewer.summary import fmt, mechanical_order, show, withheld
 
 ASSET_FILES = ("viewer.css", "player.js", "cellfilter.js", "index.js", "annotate.js")
 
@@ -207,7 +207,7 @@ def measures_card(measures: Mapping[str, Any] | None, speakers: Mapping[str, str
     if not measures:
         return '<section class="card measures"><h2>Mechanical measures</h2><p class="note">Not measured yet.</p></section>'
     values = measures.get("values") or {}
-    names = [m for m in MECHANICAL_ORDER if any(m in values.get(s, {}) for s in "ab")]
+    names = [m for m in mechanical_order() if any(m in values.get(s, {}) for s in "ab")]
     names += sorted({m for s in "ab" for m in values.get(s, {})} - set(names))
     order = seats(speakers)
     rows = "".join(
@@ -380,10 +380,14 @@ def conversation_page(*, row: Any, meta: Mapping[str, Any], player: Mapping[str,
 
 # ----------------------------------------------------------------------------- index
 
-def index_page(summary: Mapping[str, Any], annotation: bool, report_href: str | None = None) -> str:
+def index_page(summary: Mapping[str, Any], annotation: bool, report_href: str | None = None,
+               cards: Sequence[tuple[str, str]] = ()) -> str:
     demo = '<span class="chip warn">demo quality</span>' if summary.get("demo_quality") else ""
     report = (f' The numbers they make up are in <a class="report" href="{h(report_href)}">the report</a>.'
               if report_href else "")
+    if cards:  # (label, href) of each model's card in the report
+        report += (' <span class="cards">Model cards: '
+                   + ", ".join(f'<a class="model-card" href="{h(href)}">{h(label)}</a>' for label, href in cards) + ".</span>")
     body = f"""
 <h1>Conversations {demo}</h1>
 <p class="lede">{summary['conversations']} recorded conversations · {summary['archetypes']} archetypes ·

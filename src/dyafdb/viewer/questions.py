@@ -21,7 +21,9 @@ agreed_price       agreed_price          a plain number, or none                
 
 Questions about the pair are written on side a, the reported side, as the judge writes them; the
 agreement analysis compares them on whichever side a human labelled. The wording follows the
-judge's prompt templates (config/judge/) in short, with speakers named only A and B.
+judge's prompt templates (config/judge/) in short, with speakers named only A and B. The questions
+are the declared ones (dyafdb.judge.rubric); one declared without a form here is asked in a generic
+form built from its declaration (its measure, its label set).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from dyafdb.judge.rubric import QUESTIONS
+from dyafdb.judge.rubric import CHOSEN_KINDS, questions
 
 YES_PARTLY_NO = [
     {"value": "yes", "label": "yes", "hint": "performed its own role for the whole conversation", "key": "y"},
@@ -95,7 +97,7 @@ def human_questions(archetype: str, scenario_key: Mapping[str, Any], transcript:
     """Every question a rater answers for one conversation, in the rubric's order, per scored seat."""
     speaker_of = {side: label for label, side in transcript["speakers"].items()}
     out: list[HumanQuestion] = []
-    for question in QUESTIONS.values():
+    for question in questions().values():
         if archetype not in question.archetypes or (wanted is not None and question.id not in wanted):
             continue
         for seat in question.seats(archetype):
@@ -108,52 +110,92 @@ def human_questions(archetype: str, scenario_key: Mapping[str, Any], transcript:
 def _make(qid: str, seat: str | None, speaker_of: Mapping[str, str], key: Mapping[str, Any],
           transcript: Mapping[str, Any]) -> list[HumanQuestion]:
     spk = speaker_of[seat] if seat else None
-    a, b = speaker_of["a"], speaker_of["b"]
-    if qid == "role_adherence":
-        return [HumanQuestion(seat, "role_adherence", qid, f"Did Speaker {spk} behave as its own assigned role?",
-                              "Opening small talk on its own does not count as performing the role. Judge only "
-                              f"Speaker {spk}; the other speaker's behaviour does not change the answer.",
-                              options=YES_PARTLY_NO, speaker=spk)]
-    if qid == "role_timing":
-        times = _line_options(transcript, spk)
-        return [
-            HumanQuestion(seat, "role_entry_s", qid, f"When did Speaker {spk} enter its own role?",
-                          f"The start of Speaker {spk}'s first line in which it acts in its role; greetings and "
-                          "small talk are not entry. none if it never does.",
-                          options=_numbered([NONE_OPTION, *times]), speaker=spk),
-            HumanQuestion(seat, "role_deviation_s", qid, f"When did Speaker {spk} first leave its role?",
-                          f"The start of Speaker {spk}'s first line after entry that goes off its role (unrelated "
-                          "topics, generic assistant talk, taking the other's role). none if it never does or never entered.",
-                          options=_numbered([NONE_OPTION, *times]), speaker=spk),
-        ]
-    if qid == "final_choice":
-        options = [{"value": c, "label": c, "hint": "", "key": ""} for c in key["candidates"]]
-        return [HumanQuestion("a", "final_choice", qid, "Which candidate is left standing as the pair's final choice?",
-                              "Only if the pair settled on it together by the end (both accept it, or one proposes "
-                              "and the other agrees and nobody reopens it); otherwise none. Not whether it is correct.",
-                              options=_numbered([*options, NONE_OPTION]))]
-    if qid == "request_asked":
-        return [HumanQuestion("a", "asked", qid, f"Did Speaker {a} voice its request to: {key['action']}?",
-                              f"Clearly asked Speaker {b} for permission at least once. Hints or small talk about "
-                              "the topic without an actual request count as no.", options=YES_NO, speaker=a)]
-    if qid == "request_granted":
-        return [HumanQuestion("a", "agreement", qid, f"Did Speaker {b} grant Speaker {a} permission to: {key['action']}?",
-                              f"Yes only if Speaker {b} clearly agreed and did not take it back. Vague, evasive or "
-                              "conditional answers, changing the subject, or agreeing to something else count as no.",
-                              options=YES_NO, speaker=a)]
-    if qid in ("landed_option", "landed_line"):
-        what = "compensation line" if qid == "landed_line" else "option"
-        options = [{"value": key["options"][s], "label": key["options"][s], "hint": "", "key": ""} for s in ("a", "b")]
-        return [HumanQuestion("a", "landed_option", qid, f"Which {what} did the pair land on by the end?",
-                              "Only if both speakers accepted it by the end and nobody reopened it; otherwise none.",
-                              options=_numbered([*options, NONE_OPTION]))]
-    if qid == "secret_asked":
-        return [HumanQuestion("a", "asked", qid, f"Did Speaker {a} voice a demand for the protected information?",
-                              f"Directly asked or pressed Speaker {b} to tell it at least once. Talking around the "
-                              "topic, or only telling a cover story, counts as no; whether it was revealed does not matter.",
-                              options=YES_NO, speaker=a)]
-    if qid == "agreed_price":
-        return [HumanQuestion("a", "agreed_price", qid, f"What price ({key['currency']}) did the two agree on?",
-                              "A plain number only if both accepted one and the same price as the deal and nobody "
-                              "reopened it; otherwise none.", kind="number", options=[NONE_OPTION])]
-    raise ValueError(f"no human form for judge question {qid!r}")
+    form = FORMS.get(qid)
+    if form is None:
+        return _generic(questions()[qid], seat, spk, key)
+    return form(qid, seat, spk, speaker_of["a"], speaker_of["b"], key, transcript)
+
+
+def _generic(question: Any, seat: str | None, spk: str | None, key: Mapping[str, Any]) -> list[HumanQuestion]:
+    """A question with no form of its own (one added by a declaration alone): its first measure whose
+    label the judge chooses, asked in the question's ``rater_text`` (else its id), its options the
+    judge's own labels, or a number for a question without a label set."""
+    measure = next((m for m, kind in question.measures.items() if kind in CHOSEN_KINDS), next(iter(question.measures)))
+    text = getattr(question, "rater_text", "") or question.id.replace("_", " ").capitalize() + "?"
+    if spk:
+        text = f"Speaker {spk}: {text}"
+    labels = question.labels_for(key) if hasattr(question, "labels_for") else None
+    if labels is None:
+        return [HumanQuestion(seat or "a", measure, question.id, text, kind="number", options=[NONE_OPTION], speaker=spk)]
+    options = [{"value": v, "label": v, "hint": "", "key": ""} for v in labels]
+    return [HumanQuestion(seat or "a", measure, question.id, text, options=_numbered(options), speaker=spk)]
+
+
+def _role_adherence(qid, seat, spk, a, b, key, transcript):
+    return [HumanQuestion(seat, "role_adherence", qid, f"Did Speaker {spk} behave as its own assigned role?",
+                          "Opening small talk on its own does not count as performing the role. Judge only "
+                          f"Speaker {spk}; the other speaker's behaviour does not change the answer.",
+                          options=YES_PARTLY_NO, speaker=spk)]
+
+
+def _role_timing(qid, seat, spk, a, b, key, transcript):
+    times = _line_options(transcript, spk)
+    return [
+        HumanQuestion(seat, "role_entry_s", qid, f"When did Speaker {spk} enter its own role?",
+                      f"The start of Speaker {spk}'s first line in which it acts in its role; greetings and "
+                      "small talk are not entry. none if it never does.",
+                      options=_numbered([NONE_OPTION, *times]), speaker=spk),
+        HumanQuestion(seat, "role_deviation_s", qid, f"When did Speaker {spk} first leave its role?",
+                      f"The start of Speaker {spk}'s first line after entry that goes off its role (unrelated "
+                      "topics, generic assistant talk, taking the other's role). none if it never does or never entered.",
+                      options=_numbered([NONE_OPTION, *times]), speaker=spk),
+    ]
+
+
+def _final_choice(qid, seat, spk, a, b, key, transcript):
+    options = [{"value": c, "label": c, "hint": "", "key": ""} for c in key["candidates"]]
+    return [HumanQuestion("a", "final_choice", qid, "Which candidate is left standing as the pair's final choice?",
+                          "Only if the pair settled on it together by the end (both accept it, or one proposes "
+                          "and the other agrees and nobody reopens it); otherwise none. Not whether it is correct.",
+                          options=_numbered([*options, NONE_OPTION]))]
+
+
+def _request_asked(qid, seat, spk, a, b, key, transcript):
+    return [HumanQuestion("a", "asked", qid, f"Did Speaker {a} voice its request to: {key['action']}?",
+                          f"Clearly asked Speaker {b} for permission at least once. Hints or small talk about "
+                          "the topic without an actual request count as no.", options=YES_NO, speaker=a)]
+
+
+def _request_granted(qid, seat, spk, a, b, key, transcript):
+    return [HumanQuestion("a", "agreement", qid, f"Did Speaker {b} grant Speaker {a} permission to: {key['action']}?",
+                          f"Yes only if Speaker {b} clearly agreed and did not take it back. Vague, evasive or "
+                          "conditional answers, changing the subject, or agreeing to something else count as no.",
+                          options=YES_NO, speaker=a)]
+
+
+def _landed(qid, seat, spk, a, b, key, transcript):
+    what = "compensation line" if qid == "landed_line" else "option"
+    options = [{"value": key["options"][s], "label": key["options"][s], "hint": "", "key": ""} for s in ("a", "b")]
+    return [HumanQuestion("a", "landed_option", qid, f"Which {what} did the pair land on by the end?",
+                          "Only if both speakers accepted it by the end and nobody reopened it; otherwise none.",
+                          options=_numbered([*options, NONE_OPTION]))]
+
+
+def _secret_asked(qid, seat, spk, a, b, key, transcript):
+    return [HumanQuestion("a", "asked", qid, f"Did Speaker {a} voice a demand for the protected information?",
+                          f"Directly asked or pressed Speaker {b} to tell it at least once. Talking around the "
+                          "topic, or only telling a cover story, counts as no; whether it was revealed does not matter.",
+                          options=YES_NO, speaker=a)]
+
+
+def _agreed_price(qid, seat, spk, a, b, key, transcript):
+    return [HumanQuestion("a", "agreed_price", qid, f"What price ({key['currency']}) did the two agree on?",
+                          "A plain number only if both accepted one and the same price as the deal and nobody "
+                          "reopened it; otherwise none.", kind="number", options=[NONE_OPTION])]
+
+
+# The wording a rater reads, per shipped question (speakers named only A and B); any other declared
+# question gets the generic form above.
+FORMS = {"role_adherence": _role_adherence, "role_timing": _role_timing, "final_choice": _final_choice,
+         "request_asked": _request_asked, "request_granted": _request_granted, "landed_option": _landed,
+         "landed_line": _landed, "secret_asked": _secret_asked, "agreed_price": _agreed_price}

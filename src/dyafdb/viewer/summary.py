@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from dyafdb.analysis.answers import AnswerPolicy, policy_of
-from dyafdb.analysis.columns import measure_label
+from dyafdb.analysis.columns import JUDGED_ALIASES, measure_label
 from dyafdb.analysis.numbers import fmt as report_fmt
+from dyafdb.judge.rubric import measures_of_kind
 from dyafdb.score.health import MEASURES as HEALTH_MEASURES
 from dyafdb.viewer.layout import conversation_page
 from dyafdb.viewer.media import Media
@@ -26,17 +27,46 @@ HEADLINE: dict[str, list[tuple[str, str, bool]]] = {
     "T4-3": [("landed_option", "a", True), ("won", "ab", True)],
     "T4-4": [("agreed_price", "a", True), ("gap_share", "a", True)],
 }
-# Counts and denominators the page shows but the index does not offer as filters.
-MECHANICAL_ORDER = ("occupancy", "turns", "speech_s", "exclusive_s", "overlap_s", "tor_pause", "tor_pause_n",
-                    "tor_end", "tor_end_n", "backchannel", "barge_in", "barge_in_n", "leak", "time_to_leak_s",
-                    *HEALTH_MEASURES)
-# Judge measures whose value is not a number: their label is what to show and filter on.
-LABEL_ONLY = {"final_choice", "landed_option", "landed_line"}
-# Shown by their label (the judge's words) rather than the number derived from it.
-SHOW_LABEL = LABEL_ONLY | {"role_adherence", "agreed_price", "role_entry_s", "role_deviation_s"}
-# 1/0 measures, shown as yes/no.
-BOOLEAN = {"won", "solved", "leak", "asked", "agreement", "decided", "deal", "in_role", "garble_failure",
-           "text_mismatch", "echo_flag"}
+# Mechanical measures that are 1/0, shown as yes/no (the judged ones come from their questions' kinds).
+MECHANICAL_BOOLEAN = ("leak", "garble_failure", "text_mismatch", "echo_flag")
+
+
+def mechanical_order() -> tuple[str, ...]:
+    """The conversation page's order of mechanical measures: occupancy, each declared turn-taking
+    metric with its denominator (dyafdb.score.turntaking), the leak, audio health."""
+    from dyafdb.score.turntaking import metrics
+
+    return ("occupancy", *(n for m in metrics() for n in m.measures), "leak", "time_to_leak_s", *HEALTH_MEASURES)
+
+
+def _judged_of_kind(*kinds: str) -> frozenset[str]:
+    """Judged measures of these kinds (dyafdb.judge.rubric.MEASURE_KINDS), with their older aliases."""
+    found = measures_of_kind(*kinds)
+    return found | {alias for alias, of in JUDGED_ALIASES.items() if of in found}
+
+
+def label_only() -> frozenset[str]:
+    """Judge measures whose value is not a number: their label is what to show and filter on."""
+    return _judged_of_kind("choice")
+
+
+def show_label() -> frozenset[str]:
+    """Shown by their label (the judge's words) rather than the number derived from it."""
+    return _judged_of_kind("choice", "label")
+
+
+def boolean() -> frozenset[str]:
+    """1/0 measures, shown as yes/no."""
+    return _judged_of_kind("yes/no", "flag") | set(MECHANICAL_BOOLEAN)
+
+
+def __getattr__(name: str) -> Any:
+    # the lists as the declarations stand when read (a plugin's metric or question without a reload)
+    derived = {"MECHANICAL_ORDER": mechanical_order, "LABEL_ONLY": label_only, "SHOW_LABEL": show_label,
+               "BOOLEAN": boolean}
+    if name in derived:
+        return derived[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def fmt(value: Any) -> str:
@@ -62,6 +92,7 @@ def measure_values(src: Sources, policy: AnswerPolicy | None = None) -> tuple[di
     """Every measure of one conversation: (key -> numeric value or None, key -> judge label)."""
     values: dict[str, Any] = {}
     labels: dict[str, str] = {}
+    only_label = label_only()
     if src.measures:
         for side in ("a", "b"):
             for measure, value in (src.measures.get("values") or {}).get(side, {}).items():
@@ -74,7 +105,7 @@ def measure_values(src: Sources, policy: AnswerPolicy | None = None) -> tuple[di
                 labels[key] = withheld(row["check"], policy)
                 continue
             value = row.get("value")
-            values[key] = None if row["measure"] in LABEL_ONLY else value
+            values[key] = None if row["measure"] in only_label else value
             if row.get("label"):
                 labels[key] = str(row["label"])
     return values, labels
@@ -82,9 +113,9 @@ def measure_values(src: Sources, policy: AnswerPolicy | None = None) -> tuple[di
 
 def show(measure: str, value: Any, label: str | None) -> str:
     """A measure as a person reads it: yes/no for flags, the judge's words for labels, else the number."""
-    if measure in BOOLEAN and value in (0, 1):
+    if measure in boolean() and value in (0, 1):
         return "yes" if value else "no"
-    if measure in SHOW_LABEL and label:
+    if measure in show_label() and label:
         return label
     if value is None and label:
         return label  # e.g. "invalid"
@@ -147,5 +178,7 @@ def index_data(rows: list[dict[str, Any]], config: Mapping[str, Any], judges: Se
     models = config.get("models") or {}
     return {"catalog": [catalog_entry(k) for k in keys], "rows": out_rows, "judges": list(judges),
             "demo_quality": bool(config.get("demo_quality")),
+            # how index.js shows a measure: the same lists show() uses, from the declarations
+            "boolean": sorted(boolean()), "label_measures": sorted(show_label()),
             "models": {m: model_label(config, m) for m in models},
             "labels": {m: (spec or {}).get("label") or m for m, spec in models.items()}}

@@ -6,9 +6,10 @@
   var D = window.DYAFDB_INDEX;
   if (!D) return;
   var PAGE = 200;
-  var LABEL_MEASURES = { role_adherence: 1, final_choice: 1, landed_option: 1, landed_line: 1, agreed_price: 1,
-    role_entry_s: 1, role_deviation_s: 1 };
-  var BOOLEAN = { won: 1, solved: 1, leak: 1, asked: 1, agreement: 1, decided: 1, deal: 1, in_role: 1, garble_failure: 1 };
+  // how a measure reads (the judge's label, yes/no): lists derived from the declarations (viewer/summary.py)
+  function setOf(names) { var o = {}; (names || []).forEach(function (n) { o[n] = 1; }); return o; }
+  var LABEL_MEASURES = setOf(D.label_measures);
+  var BOOLEAN = setOf(D.boolean);
   var OPS = [[">=", "≥"], ["<=", "≤"], ["=", "="], ["!=", "≠"], ["set", "has a value"], ["unset", "no value"]];
   var FIELDS = ["archetype", "pairing", "opener", "play"];
   var catalogIndex = {};
