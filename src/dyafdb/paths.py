@@ -254,5 +254,7 @@ def _holds_a_file(folder: str) -> bool:
 
 def results_of(config: Mapping[str, Any], root: Path | str = ".") -> Results:
     """The results folder a config names, under ``root`` (the project root scenarios_dir is relative to)."""
-    results_dir = config.get("results_dir", "results")
+    from dyafdb.schema_check import schema_default  # a leaf too; imported when a path is first resolved
+
+    results_dir = config.get("results_dir", schema_default("config", "results_dir"))
     return Results(str(Path(root) / results_dir))

@@ -93,6 +93,7 @@ from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
 from dyafdb.agents.checkpoints import checkpoint_revision, expand, git_head
 from dyafdb.clock import FRAME_SAMPLES
 from dyafdb.errors import InputError
+from dyafdb.schema_check import model_default, schema_default
 from dyafdb.agents.registry import adapter
 
 READY, AUDIO, TEXT, SEQ_TRACE, SEQ_DELTA, ERROR, CLOSE, PING, PONG = range(9)
@@ -190,10 +191,11 @@ def self_play_problem(config: dict[str, Any], model: str) -> tuple[str, str] | N
     if not starts_ray_head((config["models"][model].get("params") or {})):
         return None
     engine = config["models"][model].get("engine")
-    if engine is not None and int(engine.get("sessions", 16)) >= 2:
+    if engine is not None and int(engine.get("sessions", model_default("engine", "sessions"))) >= 2:
         return None  # an engine runs one gateway per node, and both sides are sessions of it (RaonEngine)
     suites = [name for name, suite in (config.get("suites") or {}).items()
-              if suite.get("enabled", True) and model in suite.get("models", []) and not suite.get("cross_play_only", False)
+              if suite.get("enabled", schema_default("config", "suites", "<suite>", "enabled")) and model in suite.get("models", [])
+              and not suite.get("cross_play_only", schema_default("config", "suites", "<suite>", "cross_play_only"))
               and (not suite.get("only_with") or model in suite["only_with"])]
     if not suites:
         return None

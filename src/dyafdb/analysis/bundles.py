@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping
 
 from dyafdb.errors import InputError
 from dyafdb.provenance import digest_files, digest_json
+from dyafdb.schema_check import schema_default
 
 FORMAT = "dyafdb-bundle/1"
 RESULTS_JSON = "results.json"
@@ -154,12 +155,12 @@ def fingerprint(config: Mapping[str, Any], root: Path | str, scenarios: Mapping[
     root = Path(root)
     scen = {}
     for sid, arch in sorted(scenarios.items()):
-        path = root / str(config.get("scenarios_dir", "scenarios")) / arch / f"{sid}.yaml"
+        path = root / str(config.get("scenarios_dir", schema_default("config", "scenarios_dir"))) / arch / f"{sid}.yaml"
         scen[sid] = digest_files([path]) if path.is_file() else "missing"
     settings = {f"score.{s}": digest_json(config.get(s) or {}) for s in SCORING_SECTIONS}
     analysis = config.get("analysis") or {}
     settings["analysis"] = digest_json({k: analysis.get(k) for k in ANALYSIS_KEYS})
-    settings["demo_quality"] = digest_json(bool(config.get("demo_quality", False)))
+    settings["demo_quality"] = digest_json(bool(config.get("demo_quality", schema_default("config", "demo_quality"))))
     judge = {k: v for k, v in (config.get("judge") or {}).items() if k not in JUDGE_TRANSPORT and k != "judges"}
     judges = judge_settings(dict(config), root)
     settings["judge.models"] = digest_json({

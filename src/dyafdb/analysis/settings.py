@@ -11,10 +11,14 @@ from dyafdb.analysis.answers import AnswerPolicy
 from dyafdb.errors import InputError
 from dyafdb.analysis.people import with_person_counts
 from dyafdb.paths import results_of
-from dyafdb.schema_check import fill_defaults, load_schema
+from dyafdb.schema_check import fill_defaults, load_schema, schema_default
 
 # Every default is written in the section's schema; standalone use (no config) reads the same ones.
 DEFAULTS: dict[str, Any] = fill_defaults({}, load_schema("config-analysis"))
+
+
+def _default(key: str) -> Any:
+    return schema_default("config-analysis", key)
 
 
 @dataclass
@@ -24,23 +28,23 @@ class Settings:
     models: list[str] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
     main_window_s: float | None = None
-    bootstrap: int = 1000
-    seed: int = 0
-    ci: float = 0.95
+    bootstrap: int = _default("bootstrap")
+    seed: int = _default("seed")
+    ci: float = _default("ci")
     main_judge: str | None = None  # named in analysis: must be in the table
     second_judge: str | None = None
     judge_hint: tuple[str | None, str | None] = (None, None)  # from the judge section: used when present
     windows_s: list[float] | None = None  # None: every window the runs have
-    timing_archetypes: list[str] = field(default_factory=lambda: ["T1-1", "T1-2"])
+    timing_archetypes: list[str] = field(default_factory=lambda: _default("timing_archetypes"))
     human_labels: Path | None = None
     reference_models: list[str] = field(default_factory=list)
     anchor_model: str | None = None
-    anchor_rating: float = 1000.0
-    rating_scale: float = 400.0
-    contested: list[str] = field(default_factory=lambda: ["T3-1", "T4-1", "T4-2", "T4-3", "T4-4"])
-    figure_formats: list[str] = field(default_factory=lambda: ["png", "pdf"])
-    dpi: int = 150
-    demo_quality: bool = False
+    anchor_rating: float = float(_default("anchor_rating"))
+    rating_scale: float = float(_default("rating_scale"))
+    contested: list[str] = field(default_factory=lambda: _default("contested"))
+    figure_formats: list[str] = field(default_factory=lambda: _default("figure_formats"))
+    dpi: int = _default("dpi")
+    demo_quality: bool = schema_default("config", "demo_quality")
     site_index: Path | None = None  # the conversation viewer's index page (report and matrix cells link to it)
     annotation_key: Path | None = None  # the blind study's key file (item tokens -> conversations), outside the site
     answers: AnswerPolicy = field(default_factory=AnswerPolicy.default)  # which judge answers count
@@ -141,7 +145,7 @@ def from_config(config: dict[str, Any] | None, root: Path | None = None) -> Sett
         contested=list(section["contested"]),
         figure_formats=list(section["figure_formats"]),
         dpi=int(section["dpi"]),
-        demo_quality=bool(config.get("demo_quality", False)) or demo_judge,
+        demo_quality=bool(config.get("demo_quality", schema_default("config", "demo_quality"))) or demo_judge,
         site_index=site_dir(config, root) / "index.html",
         annotation_key=annotation_key_path(config, root),
         answers=AnswerPolicy.from_section(section.get("answers")),

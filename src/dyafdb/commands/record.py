@@ -53,7 +53,7 @@ def _record(args: argparse.Namespace) -> int:
     config = load_configs(args)
     if args.in_process:
         config["bridge"]["in_process"] = True
-    config["bridge"]["progress"] = config["bridge"].get("progress", True) and not args.no_progress and sys.stderr.isatty()
+    config["bridge"]["progress"] = config["bridge"]["progress"] and not args.no_progress and sys.stderr.isatty()
     rows = build_design(config, args.root)
     chosen = [find_conversation(rows, check_id(cid)) for cid in args.ids]
     out = args.out or Path(results_of(config, args.root).recordings)

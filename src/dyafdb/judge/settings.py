@@ -15,7 +15,7 @@ from dyafdb.errors import InputError
 from dyafdb.llm import ModelSpec
 from dyafdb.llm.secrets import register_key_env
 from dyafdb.paths import results_of
-from dyafdb.schema_check import fill_defaults, load_schema
+from dyafdb.schema_check import fill_defaults, load_schema, schema_default
 
 # The paper's judges (Appendix D): Claude Opus-5 answers every question, Sonnet-5 answers them
 # again. Model ids are config values: set the exact ids your account offers.
@@ -25,10 +25,15 @@ DEFAULT_JUDGES: dict[str, dict[str, Any]] = {
 }
 # With ``demo_quality: true`` (the laptop demo) and no judges configured: the local llama.cpp model.
 DEMO_JUDGES: dict[str, dict[str, Any]] = {"demo": {"backend": "llamacpp"}}
-# The section's own defaults are written in its schema; a raw (unvalidated) config reads the same ones.
+# The section's own defaults are written in its schema; a raw (unvalidated) config reads the same ones,
+# and so does a judge: its schema's defaults, then those of its backend (x-backend-defaults there).
 SECTION_DEFAULTS: dict[str, Any] = fill_defaults({}, load_schema("config-judge"))
-DEFAULT_BASE_URL = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
-DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+JUDGE_DEFAULTS: dict[str, Any] = fill_defaults({}, load_schema("config-judge")["$defs"]["judge"])
+BACKEND_DEFAULTS: dict[str, dict[str, Any]] = load_schema("config-judge")["$defs"]["judge"]["x-backend-defaults"]
+
+
+def _default(key: str) -> Any:
+    return schema_default("config-judge", key)
 
 
 @dataclass(frozen=True)
@@ -36,23 +41,24 @@ class JudgeSpec:
     name: str
     backend: str
     model: str
-    base_url: str | None = None
-    api_key_env: str | None = None
-    batch: bool = False
-    batch_poll_s: float = 30.0
-    batch_discount: float = 0.5
+    base_url: str | None
+    api_key_env: str | None
+    # every other setting is given by judge_settings (_spec), from the schema's defaults
+    batch: bool
+    batch_poll_s: float
+    batch_discount: float
+    concurrency: int
+    max_tokens: int
+    temperature: float
+    grammar: bool
+    n_ctx: int
+    threads: int
+    seed: int
+    demo_quality: bool
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
-    concurrency: int = 8
-    max_tokens: int = 512
-    temperature: float = 0.0
     extra_body: Mapping[str, Any] = field(default_factory=dict)
-    grammar: bool = False
     model_path: str | None = None
-    n_ctx: int = 8192
-    threads: int = 2
-    seed: int = 0
-    demo_quality: bool = False
 
     def model_spec(self) -> ModelSpec:
         """The judge as the LLM clients see it."""
@@ -78,12 +84,12 @@ class JudgeSettings:
     run: tuple[str, ...]
     prompts_dir: Path
     cache_dir: Path
-    max_retries: int = 6
-    backoff_s: float = 2.0
-    max_backoff_s: float = 60.0
-    timeout_s: float = 120.0
-    label_retries: int = 1
-    probe_timeout_s: float = 10.0  # the preflight's request per judge (dyafdb.llm.probe)
+    max_retries: int = _default("max_retries")
+    backoff_s: float = float(_default("backoff_s"))
+    max_backoff_s: float = float(_default("max_backoff_s"))
+    timeout_s: float = float(_default("timeout_s"))
+    label_retries: int = _default("label_retries")
+    probe_timeout_s: float = float(_default("probe_timeout_s"))  # the preflight's request per judge (dyafdb.llm.probe)
 
     @property
     def main_judge(self) -> str | None:
@@ -98,22 +104,13 @@ class JudgeSettings:
 
 def _spec(name: str, raw: Mapping[str, Any], section: Mapping[str, Any]) -> JudgeSpec:
     backend = raw["backend"]
-    values: dict[str, Any] = {
-        "name": name, "backend": backend,
-        "model": raw.get("model") or ("smollm2-135m-instruct" if backend == "llamacpp" else ""),
-        "base_url": raw.get("base_url", DEFAULT_BASE_URL.get(backend)),
-        "api_key_env": raw["api_key_env"] if "api_key_env" in raw else DEFAULT_KEY_ENV.get(backend),
-        "concurrency": raw.get("concurrency", 1 if backend == "llamacpp" else section["concurrency"]),
-        # A grammar-bound local model answers in a few tokens; the cap stops one that is not bound.
-        "max_tokens": raw.get("max_tokens", 64 if backend == "llamacpp" else section["max_tokens"]),
-        "temperature": float(raw.get("temperature", section.get("temperature", 0.0))),
-        "grammar": raw.get("grammar", backend == "llamacpp"),
-        "demo_quality": raw.get("demo_quality", backend == "llamacpp"),
-    }
-    for key in ("batch", "batch_poll_s", "batch_discount", "price_input_per_mtok", "price_output_per_mtok",
-                "extra_body", "model_path", "n_ctx", "threads", "seed"):
-        if key in raw:
-            values[key] = raw[key]
+    # the section's request settings, the judge's schema defaults, its backend's (a grammar-bound
+    # local model answers in a few tokens, one request at a time), then what the config says
+    given = {"concurrency": section["concurrency"], "max_tokens": section["max_tokens"],
+             "temperature": section["temperature"], **JUDGE_DEFAULTS, **BACKEND_DEFAULTS[backend], **raw}
+    values: dict[str, Any] = {k: given[k] for k in JudgeSpec.__dataclass_fields__ if k in given}
+    values.update(name=name, model=given.get("model") or "", temperature=float(given["temperature"]),
+                  batch_poll_s=float(given["batch_poll_s"]), batch_discount=float(given["batch_discount"]))
     if backend != "llamacpp" and not values["model"]:
         raise InputError(f"config judge.judges.{name}: backend {backend} needs model (the API's model id)")
     if backend == "anthropic" and "temperature" in raw:
@@ -126,7 +123,7 @@ def _spec(name: str, raw: Mapping[str, Any], section: Mapping[str, Any]) -> Judg
 
 def judge_settings(config: Mapping[str, Any], root: Path = Path(".")) -> JudgeSettings:
     """Settings from config section ``judge`` (already schema-checked) with defaults filled in."""
-    section = {**SECTION_DEFAULTS, **(config.get("judge") or {})}
+    section = {**SECTION_DEFAULTS, **(config.get("judge") or {})}  # a raw config reads the schema's defaults too
     raw_judges = section.get("judges") or (DEMO_JUDGES if config.get("demo_quality") else DEFAULT_JUDGES)
     judges = {name: _spec(name, raw, section) for name, raw in raw_judges.items()}
     for spec in judges.values():

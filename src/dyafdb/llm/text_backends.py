@@ -14,6 +14,7 @@ from dyafdb.errors import InputError
 from dyafdb.llm.base import ModelSpec, Request, RetryPolicy
 from dyafdb.llm.clients import SyncClient
 from dyafdb.llm.secrets import register_key_env
+from dyafdb.schema_check import fill_defaults, load_schema
 
 THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
@@ -22,22 +23,25 @@ THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 class TextModel:
     name: str
     backend: str
+    # given by from_config, the schema's defaults filled in (config-text_pairing: $defs/model)
+    n_ctx: int
+    threads: int
+    temperature: float
+    max_tokens: int
+    timeout_s: float
+    max_retries: int
     model: str = ""
     label: str = ""
     base_url: str | None = None
     api_key_env: str | None = None
     model_path: str | None = None
-    n_ctx: int = 4096
-    threads: int = 2
-    temperature: float = 0.7
-    max_tokens: int = 120
-    timeout_s: float = 120.0
-    max_retries: int = 4
     extra_body: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, name: str, raw: Mapping[str, Any]) -> "TextModel":
-        values = {k: v for k, v in raw.items() if k in cls.__dataclass_fields__}
+        schema = load_schema("config-text_pairing")
+        filled = fill_defaults(dict(raw), schema["$defs"]["model"], schema)
+        values = {k: v for k, v in filled.items() if k in cls.__dataclass_fields__}
         model = cls(name=name, **values)
         register_key_env(model.api_key_env)  # scrubbed from every reply, whichever model quotes it
         if model.backend == "openai" and not model.base_url:

@@ -43,6 +43,7 @@ from dyafdb.judge.runner import judge_output_path
 from dyafdb.judge.settings import judge_settings
 from dyafdb.record.recording import read_meta
 from dyafdb.errors import InputError
+from dyafdb.schema_check import schema_default
 from dyafdb.score.check import check_made_from
 from dyafdb.score.conversation import conversation_paths, read_measures
 
@@ -87,7 +88,7 @@ def judge_files(config: Mapping[str, Any], root: Path, rows: Sequence[Conversati
 
 def table_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversation],
                with_judge: bool = True) -> Iterator[dict[str, Any]]:
-    demo_config = bool(config.get("demo_quality", False))
+    demo_config = bool(config.get("demo_quality", schema_default("config", "demo_quality")))
     kept: dict[str, tuple[Conversation, int]] = {}
     for row in sorted(rows, key=lambda r: r.conversation_id):
         paths = conversation_paths(config, root, row.conversation_id)
@@ -125,7 +126,7 @@ def _judge_rows(config: Mapping[str, Any], root: Path, rows: Sequence[Conversati
                 kept: Mapping[str, tuple[Conversation, int, str]]) -> Iterator[dict[str, Any]]:
     """Judge rows of the kept conversations (those with mechanical rows), for every judge the config
     runs, after the judge checks (:mod:`dyafdb.judge.checks`) of each conversation's answers."""
-    demo_config = bool(config.get("demo_quality", False))
+    demo_config = bool(config.get("demo_quality", schema_default("config", "demo_quality")))
     records: dict[str, list[dict[str, Any]]] = {}
     for judge, path in judge_files(config, root, rows):
         if not path.exists():

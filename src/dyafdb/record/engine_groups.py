@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from dyafdb.agents.engine.launch import host_argv
 from dyafdb.agents.engine.models import concurrent_sessions
+from dyafdb.schema_check import model_default
 
 # Sockets live in a short relative folder: AF_UNIX paths are limited to ~107 bytes.
 ENGINE_SOCKET = ".dyafdb-engines/{group}/{model}.sock"
@@ -106,7 +107,7 @@ class EngineGroups:
         for pair, ids in by_pairing.items():
             engined = self.engined(pair)
             # A self-play conversation holds two sessions of its model's engine.
-            size = min(int(self._spec(m)["engine"].get("sessions", 16)) // list(pair).count(m) for m in engined)
+            size = min(int(self._spec(m)["engine"].get("sessions", model_default("engine", "sessions"))) // list(pair).count(m) for m in engined)
             if isinstance(cores, int):  # the engines' CPUs plus one bridge per conversation fit one job
                 per_job = 1 + sum(self._res(m, "cpus", 1) for m in pair if m not in engined)
                 size = min(size, (cores - sum(self._res(m, "cpus", 1) for m in engined)) // per_job)
@@ -152,7 +153,7 @@ class EngineGroups:
         if group is None:
             return ""
         models = self.engined(self._pair(wildcards))
-        wait = max(float((self._spec(m).get("worker") or {}).get("startup_timeout_s", 600)) for m in models)
+        wait = max(float((self._spec(m).get("worker") or {}).get("startup_timeout_s", model_default("worker", "startup_timeout_s"))) for m in models)
         folder = os.path.dirname(ENGINE_SOCKET.format(group=group, model="x"))
         env = f"DYAFDB_ENGINES={shlex.quote(folder)} DYAFDB_ENGINES_WAIT_S={wait:g}"
         waves = self.waves(group)

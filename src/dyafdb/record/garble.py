@@ -54,25 +54,32 @@ from dyafdb.polyphase import resample
 from dyafdb.record.recording import Recording, read_meta, read_recording
 from dyafdb.errors import InputError
 from dyafdb.record.tokens import join_tokens
+from dyafdb.schema_check import schema_default
 from dyafdb.localmodels.whisper_model import whisper_model
 from dyafdb.wordmatch import share, words  # noqa: F401 (the word counting is shared with dyafdb.score.health)
 
 FORMAT = "dyafdb-garble/1"
 
 
+def _default(key: str) -> Any:
+    return schema_default("config-garble", key)
+
+
 @dataclass(frozen=True)
 class GarbleSettings:
-    model: str | None = None
-    first_pass_s: float = 30.0
-    first_threshold: float = 0.2
-    full_threshold: float = 0.25
-    min_word_chars: int = 4
-    rerecordings: int = 5  # re-recordings after the first recording (paper: 5, so 6 recordings in all)
-    keep_rejected: bool = True
-    language: str = "en"
-    beam_size: int = 1
-    compute_type: str = "int8"
-    cpu_threads: int = 2
+    """The ``garble`` section; a field left out reads the schema's default, as a validated config does."""
+
+    model: str | None = _default("model")
+    first_pass_s: float = _default("first_pass_s")
+    first_threshold: float = _default("first_threshold")
+    full_threshold: float = _default("full_threshold")
+    min_word_chars: int = _default("min_word_chars")
+    rerecordings: int = _default("rerecordings")  # re-recordings after the first recording (paper: 5, so 6 recordings in all)
+    keep_rejected: bool = _default("keep_rejected")
+    language: str = _default("language")
+    beam_size: int = _default("beam_size")
+    compute_type: str = _default("compute_type")
+    cpu_threads: int = _default("cpu_threads")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "GarbleSettings":
@@ -202,7 +209,7 @@ def check_recording(config: Mapping[str, Any], recording_dir: Path,
 
 
 def checked_sides(config: Mapping[str, Any], row: Conversation) -> list[str]:
-    return [side for side in SIDES if (config["models"][row.model_of(side)] or {}).get("garble_check", False)]
+    return [side for side in SIDES if config["models"][row.model_of(side)]["garble_check"]]
 
 
 def garble_params(config: Mapping[str, Any], row: Conversation) -> str:

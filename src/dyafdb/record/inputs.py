@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping
 
 from dyafdb.record.engine_groups import EngineGroups
 from dyafdb.record.spec import inputs_digest, model_digests, recording_inputs
+from dyafdb.schema_check import model_default
 
 
 class RecordingInputs:
@@ -58,7 +59,7 @@ class RecordingInputs:
         key = (model_a, model_b, site_gpu_model)
         if key not in self._gpus:
             declared = [(self.config["models"][m].get("resources") or {}) for m in (model_a, model_b)]
-            gpus = sum(int(r.get("gpus", 0)) for r in declared)
+            gpus = sum(int(r.get("gpus", model_default("resources", "gpus"))) for r in declared)
             models = {r["gpu_model"] for r in declared if r.get("gpus") and r.get("gpu_model")}
             self._gpus[key] = gpus, site_gpu_model or (models.pop() if len(models) == 1 else None)
         return self._gpus[key]

@@ -34,7 +34,7 @@ from dyafdb.errors import InputError
 from dyafdb.fileio import read_jsonl
 from dyafdb.paths import Results, results_of
 from dyafdb.provenance import code_version, digest_json
-from dyafdb.schema_check import load_schema
+from dyafdb.schema_check import load_schema, schema_default
 
 AUDIO = ("none", "preview", "full")
 # The packages whose versions results.json names (the analysis's versions table names the same).
@@ -257,7 +257,7 @@ def collect(config: Mapping[str, Any], root: Path, models: list[str] | None = No
             add(bundle_results.recording_file(cid, "audio.wav"), wav)
         elif audio == "preview" and wav.exists():
             members[bundle_results.recording_file(cid, PREVIEW_NAME)] = _preview(wav)
-    scenarios_dir = Path(root) / str(config.get("scenarios_dir", "scenarios"))
+    scenarios_dir = Path(root) / str(config.get("scenarios_dir", schema_default("config", "scenarios_dir")))
     for sid, arch in sorted({(r.scenario, r.archetype) for r in rows}):
         path = scenarios_dir / arch / f"{sid}.yaml"
         if path.exists():

@@ -21,6 +21,7 @@ from dyafdb.suite.scenarios import Scenario, load_suite
 from dyafdb.errors import InputError
 from dyafdb.fileio import write_atomic
 from dyafdb.schema_check import schema_default
+from dyafdb.schema_check import schema_default
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any, Collection, Iterable, Mapping, Sequence
 from dyafdb.clock import FRAME_SECONDS, SAMPLE_RATE
 from dyafdb.errors import InputError
 from dyafdb.paths import sharded
+from dyafdb.schema_check import model_default, schema_default
 from dyafdb.suite.design import Conversation
 
 # audio.wav: stereo 32-bit float (record.recording writes subtype FLOAT).
@@ -40,7 +41,7 @@ def engine_tick(settings: Mapping[str, Any], root: Path = Path(".")) -> tuple[fl
     largest batch within the 80 ms frame and its tick), else the published figure.
     """
     if settings.get("engine_tick_ms") is not None:
-        return float(settings["engine_tick_ms"]), int(settings.get("engine_sessions") or 1), "config plan.engine_tick_ms"
+        return float(settings["engine_tick_ms"]), int(settings.get("engine_sessions") or schema_default("config-plan", "engine_sessions")), "config plan.engine_tick_ms"
     if settings.get("engine_benchmark"):
         path = root / str(settings["engine_benchmark"])
         try:
@@ -108,7 +109,7 @@ def read_benchmark_seconds(path: Path) -> float | None:
 
 
 def _gpus(config: Mapping[str, Any], model: str) -> int:
-    return int((config["models"][model].get("resources") or {}).get("gpus", 0))
+    return int((config["models"][model].get("resources") or {}).get("gpus", model_default("resources", "gpus")))
 
 
 def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Sequence[JudgeAsk],
@@ -127,13 +128,13 @@ def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Se
     """
     settings = config.get("plan") or {}
     tick_ms, tick_sessions, tick_source = engine_tick(settings, root)
-    prompt_steps = int(settings.get("engine_prompt_steps") or 0)
+    prompt_steps = int(settings.get("engine_prompt_steps", schema_default("config-plan", "engine_prompt_steps")))
     batched = sorted({m for r in rows for m in (r.model_a, r.model_b)
                       if config["models"][m].get("adapter") in set(batched_adapters)})
     own = {m: v for m, v in (session_engines or {}).items() if m not in batched}
     per_engine: dict[str, float] = {m: 0.0 for m in [*batched, *sorted(own)] if any(m in (r.model_a, r.model_b) for r in rows)}
     lead_in = float(config["bridge"]["lead_in_s"])
-    startup = float(settings.get("startup_s", 120))
+    startup = float(settings.get("startup_s", schema_default("config-plan", "startup_s")))
     if settings.get("real_time_factor") is not None:
         rtf, rtf_source, job_startup = float(settings["real_time_factor"]), "config plan.real_time_factor", startup
     elif measured_rtf is not None:
@@ -176,8 +177,8 @@ def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Se
     for row in rows:
         per_archetype.setdefault(row.archetype, []).append(row)
     prices = settings.get("judge_prices") or {}
-    out_tokens = int(settings.get("judge_output_tokens", 40))
-    per_min = float(settings.get("transcript_tokens_per_min", 400))
+    out_tokens = int(settings.get("judge_output_tokens", schema_default("config-plan", "judge_output_tokens")))
+    per_min = float(settings.get("transcript_tokens_per_min", schema_default("config-plan", "transcript_tokens_per_min")))
     judge_rows = []
     for ask in judges:
         calls = input_tokens = 0
@@ -208,7 +209,7 @@ def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Se
                            "input_tokens": input_tokens, "output_tokens": output_tokens,
                            "cost_usd": cost, "price_source": price_source, "questions": by_question})
 
-    results_bytes = len(rows) * float(settings.get("results_kb_per_conversation", 200)) * 1000
+    results_bytes = len(rows) * float(settings.get("results_kb_per_conversation", schema_default("config-plan", "results_kb_per_conversation"))) * 1000
     costs = [j["cost_usd"] for j in judge_rows]
     hours = totals["audio_hours"]
     return {

@@ -7,23 +7,23 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from dyafdb.paths import results_of
-from dyafdb.schema_check import fill_defaults, load_schema
+from dyafdb.schema_check import fill_defaults, load_schema, schema_default
 
 # The paper's human study (Table 8): 40 T1-1 conversations (both seats) and 60 T1-2 (the holder),
-# 140 seats from 100 conversations.
-PAPER_SAMPLE: dict[str, int] = {"T1-1": 40, "T1-2": 60}
+# 140 seats from 100 conversations; the schema's default sample.
+PAPER_SAMPLE: dict[str, int] = schema_default("config-viewer", "annotation", "conversations")
 
 
 @dataclass(frozen=True)
 class ViewerSettings:
     out: Path
-    audio: str = "vorbis"
-    peaks_per_s: int = 50
-    build: bool = True
-    annotation: bool = True
+    audio: str = schema_default("config-viewer", "audio")
+    peaks_per_s: int = schema_default("config-viewer", "peaks_per_s")
+    build: bool = schema_default("config-viewer", "build")
+    annotation: bool = schema_default("config-viewer", "annotation", "enabled")
     sample: Mapping[str, int] = field(default_factory=lambda: dict(PAPER_SAMPLE))
     questions: tuple[str, ...] | None = None  # None: every question of each sampled archetype
-    seed: int = 0
+    seed: int = schema_default("config-viewer", "annotation", "seed")
 
     def to_json(self) -> dict[str, Any]:
         """What the site depends on besides its input files (the workflow reruns when it changes)."""
@@ -44,7 +44,7 @@ def viewer_settings(config: Mapping[str, Any], root: Path = Path(".")) -> Viewer
         peaks_per_s=int(section["peaks_per_s"]),
         build=bool(section["build"]),
         annotation=bool(ann["enabled"]),
-        sample=dict(ann["conversations"]) if "conversations" in ann else dict(PAPER_SAMPLE),
+        sample=dict(ann["conversations"]),
         questions=tuple(questions) if questions is not None else None,
         seed=int(ann["seed"]),
     )

@@ -27,6 +27,7 @@ from dyafdb.agents.base import AgentError
 from dyafdb.agents.engine.client import ENGINES_ENV
 from dyafdb.agents.engine.models import ENGINES
 from dyafdb.errors import InputError
+from dyafdb.schema_check import model_default
 
 WORKER_MODULE, HOST_MODULE = "dyafdb.agents.worker", "dyafdb.agents.engine.host"
 
@@ -67,10 +68,10 @@ def host_argv(model: str, spec: dict[str, Any], socket_path: str | Path) -> list
     worker = spec.get("worker") or {}
     return host_command(spec) + [
         "--socket", str(socket_path), "--adapter", spec["adapter"], "--model", model,
-        "--params", json.dumps(spec.get("params") or {}), "--sessions", str(engine.get("sessions", 16)),
-        "--max-wait-ms", str(engine.get("max_wait_ms", 10)),
-        "--step-timeout-s", str(worker.get("step_timeout_s", 60)),
-        "--idle-exit-s", str(engine.get("idle_exit_s", 600))]
+        "--params", json.dumps(spec.get("params") or {}), "--sessions", str(engine.get("sessions", model_default("engine", "sessions"))),
+        "--max-wait-ms", str(engine.get("max_wait_ms", model_default("engine", "max_wait_ms"))),
+        "--step-timeout-s", str(worker.get("step_timeout_s", model_default("worker", "step_timeout_s"))),
+        "--idle-exit-s", str(engine.get("idle_exit_s", model_default("engine", "idle_exit_s")))]
 
 
 class Engines:
@@ -95,7 +96,7 @@ class Engines:
             spec = config["models"][model]
             worker = spec.get("worker") or {}
             env = {**os.environ, **(worker.get("env") or {})}
-            gpus = int((spec.get("resources") or {}).get("gpus", 0))
+            gpus = int((spec.get("resources") or {}).get("gpus", model_default("resources", "gpus")))
             if gpus and visible and "CUDA_VISIBLE_DEVICES" not in (worker.get("env") or {}):
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(visible[(next_gpu + i) % len(visible)] for i in range(gpus))
                 next_gpu += gpus
@@ -106,7 +107,7 @@ class Engines:
             with open(self.logs[model], "ab") as log:
                 self.procs[model] = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         deadline = time.monotonic() + (timeout_s or max(float((config["models"][m].get("worker") or {})
-                                                                .get("startup_timeout_s", 600)) for m in wanted))
+                                                                .get("startup_timeout_s", model_default("worker", "startup_timeout_s"))) for m in wanted))
         for model in wanted:
             sock = self.folder / f"{model}.sock"
             while not sock.exists():

@@ -14,6 +14,7 @@ import numpy as np
 from dyafdb import __version__
 from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session, silence
 from dyafdb.errors import InputError
+from dyafdb.schema_check import model_default
 
 ENGINES: dict[str, str] = {
     "minicpmo": "dyafdb.agents.minicpmo:MiniCPMOEngine",
@@ -46,14 +47,14 @@ def session_engines(config: dict[str, Any]) -> dict[str, tuple[int, int]]:
     out = {}
     for model, spec in config["models"].items():
         if spec.get("adapter") in SESSION_ADAPTERS:
-            out[model] = (concurrent_sessions(spec), int((spec.get("engine") or {}).get("sessions", 16)))
+            out[model] = (concurrent_sessions(spec), int((spec.get("engine") or {}).get("sessions", model_default("engine", "sessions"))))
     return out
 
 
 def concurrent_sessions(spec: dict[str, Any]) -> int:
     """How many sessions of this model's engine run at once (its turns): ``engine.sessions`` for the
     batched and gateway engines, 1 where upstream keeps the session's state on the model."""
-    sessions = int((spec.get("engine") or {}).get("sessions", 16))
+    sessions = int((spec.get("engine") or {}).get("sessions", model_default("engine", "sessions")))
     adapter = spec.get("adapter", "")
     if adapter not in SESSION_ADAPTERS:
         return sessions
