@@ -13,8 +13,9 @@ from dyafdb.seat.server import Seat, serve_seat
 
 
 class SeatServer:
-    def __init__(self, config: dict[str, Any], root: Path, participant: str | None = None, token: str | None = None):
-        self.seat_args = (config, root, participant, token)
+    def __init__(self, config: dict[str, Any], root: Path, participant: str | None = None, token: str | None = None,
+                 judge: bool = False):
+        self.seat_args = (config, root, participant, token, judge)
         self.url: str | None = None
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None

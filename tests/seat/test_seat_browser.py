@@ -162,6 +162,12 @@ def test_a_person_talks_to_the_cpu_agent_in_the_browser(tmp_path):
                                    state="attached", timeout=240_000)
             message = page.inner_text("#end-message")
             assert page.get_attribute("body", "data-state") == "saved", message
+            page.click("#score")  # the page's own way to see it scored: score + a viewer page, served by the seat
+            page.wait_for_selector("body[data-scored]", state="attached", timeout=240_000)
+            scored = page.get_attribute("body", "data-scored")
+            assert scored != "error", page.inner_text("#score-status")
+            page.goto(url.rstrip("/") + "/" + scored)
+            assert "Speaker A" in page.content()
             assert all(u.startswith(url.rstrip("/")) or u.startswith("ws://127.0.0.1") for u in requests), requests
             browser.close()
     finally:

@@ -5,6 +5,7 @@ checked in seconds (tests/seat/test_seat_browser.py does the same through Chromi
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import struct
 import threading
 import time
@@ -133,6 +134,13 @@ def test_a_conversation_is_recorded_from_the_persons_frames_on_the_wall_clock(se
     assert meta["garble"]["status"] == "not_checked"
     from dyafdb.analysis.settings import from_config
 
+    with SeatServer(config, seat_root) as server:  # the page's "score it" button: score and a viewer page
+        status, done = server.get(f"/api/score?id={row.conversation_id}")
+        assert status == 200 and done["judged"] is False, done
+        status, html = server.get("/" + done["page"])
+        assert status == 200 and b"Speaker A" in html, html[:300]
+        assert server.get("/site/../../etc/passwd")[0] == 404
+    assert Path(results_of(config, seat_root).measures_json(row.conversation_id)).exists()
     labels = from_config(config, seat_root)  # the analysis labels the person's row and column with its counts
     assert labels.label("someone") == "Person (1 person, 1 session)" and labels.label("partner") == "partner"
 

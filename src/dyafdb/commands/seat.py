@@ -26,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "any other needs --token)")
     parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
     parser.add_argument("--token", default=None, help="a secret every request must carry as ?token=; required beyond 127.0.0.1")
+    parser.add_argument("--judge", action="store_true", help="after a conversation, ask the config's judges too when the "
+                        "page asks for its scores (a local judge loads its model; an API judge needs its key)")
     parser.add_argument("--participant", default=None, metavar="ID|new",
                         help="study mode: a pseudonymous id (p001) or 'new' for the next one; results go to "
                              "<results_dir>/participants/<id>")
@@ -45,6 +47,6 @@ def run(args: argparse.Namespace) -> int:
             check_participant(participant)
         config = participant_config(config, participant)
         print(f"participant {participant}: results in {config['results_dir']}", flush=True)
-    seat = Seat(config, args.root, participant, args.token)
+    seat = Seat(config, args.root, participant, args.token, judge=args.judge)
     asyncio.run(serve_seat(seat, args.host, args.port, announce=lambda line: print(line, flush=True)))
     return 0

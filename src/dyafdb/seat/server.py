@@ -5,6 +5,8 @@
   GET /assets/<file>    the pages' scripts and styles (dyafdb/seat/assets)
   GET /api/seat         the seat's conversations and their state;  GET /api/card?id=  one role card
   GET /api/listen       the model-model conversations
+  GET /api/score?id=    score (and with --judge, judge) a recorded conversation and build its viewer page
+  GET /site/<path>      the viewer's pages (dyafdb.viewer), as built for this seat's recordings
   WS  /ws/seat?id=      one conversation with the person (protocol below)
   WS  /ws/listen?id=    one model-model conversation, paced to the wall clock
 
@@ -45,6 +47,7 @@ from dyafdb.errors import InputError
 from dyafdb.paths import results_of
 from dyafdb.record.conversation import AgentPool
 from dyafdb.record.recording import is_complete
+from dyafdb.seat.after import score_and_view, site_dir
 from dyafdb.seat.consent import consent_digest, consent_text
 from dyafdb.seat.live import ListenConversation, SeatConversation, role_card
 from dyafdb.seat.study import participant_rows, person_side, seat_rows
@@ -74,8 +77,9 @@ class Seat:
     """The server's state: the config, the conversations it offers and the one that is running."""
 
     def __init__(self, config: Mapping[str, Any], root: Path, participant: str | None = None,
-                 token: str | None = None):
+                 token: str | None = None, judge: bool = False):
         self.config, self.root, self.participant, self.token = dict(config), root, participant, token
+        self.judge = judge
         rows = seat_rows(config, root)
         self.rows = participant_rows(config, rows, participant) if participant else rows
         self.listen_rows = [r for r in build_design(self.config, root)
@@ -119,7 +123,16 @@ class Seat:
         return {"id": row.conversation_id, "card": role_card(scenario, row, person_side(self.config, row)),
                 "consent": text, "consent_digest": consent_digest(text)}
 
-    def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+    def _site_file(self, rel: str) -> Response:
+        top = site_dir(self.config, self.root).resolve()
+        path = (top / rel).resolve()
+        if not path.is_relative_to(top) or not path.is_file():
+            return _response(404, b"not found", "text/plain")
+        # the viewer's pages carry inline scripts and styles; still nothing from elsewhere
+        return _response(200, path.read_bytes(), mimetypes.guess_type(path.name)[0] or "application/octet-stream",
+                         csp="default-src 'self' 'unsafe-inline' data: blob:; connect-src 'self'")
+
+    async def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         url = urlsplit(request.path)
         query = parse_qs(url.query)
         # The pages and their scripts hold nothing private; what they fetch (the API, the sockets) needs the token.
@@ -140,6 +153,12 @@ class Seat:
                 return self._json(self.seat_listing())
             if url.path == "/api/card":
                 return self._json(self.card(self._row(self.rows, query)))
+            if url.path.startswith("/site/"):
+                return self._site_file(url.path[len("/site/"):])
+            if url.path == "/api/score":
+                row = self._row(self.rows, query)
+                done = await asyncio.to_thread(score_and_view, self.config, self.root, row, self.rows, self.judge)
+                return self._json({"page": "site/" + done["page"], "judged": done["judged"]})
             if url.path == "/api/listen":
                 return self._json({"conversations": [{"id": r.conversation_id, "pairing": r.pairing, "archetype": r.archetype}
                                                      for r in self.listen_rows]})
@@ -237,9 +256,9 @@ class Seat:
             conv.close()
 
 
-def _response(status: int, body: bytes, content_type: str) -> Response:
+def _response(status: int, body: bytes, content_type: str, csp: str = "default-src 'self'; connect-src 'self'") -> Response:
     headers = Headers([("Content-Type", content_type), ("Content-Length", str(len(body))), ("Cache-Control", "no-store"),
-                       ("Content-Security-Policy", "default-src 'self'; connect-src 'self'"),
+                       ("Content-Security-Policy", csp),
                        ("X-Content-Type-Options", "nosniff")])
     reason = {200: "OK", 403: "Forbidden", 404: "Not Found"}.get(status, "")
     return Response(status, reason, headers, body)

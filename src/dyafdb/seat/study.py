@@ -21,7 +21,6 @@ from dyafdb.errors import InputError
 from dyafdb.fileio import write_atomic
 from dyafdb.paths import results_of
 from dyafdb.schema_check import schema_default
-from dyafdb.schema_check import schema_default
 from dyafdb.suite.design import Conversation, build_design, is_person
 
 PARTICIPANT = re.compile(r"p(\d{3,})")

@@ -121,6 +121,7 @@ async function talk() {
       document.body.dataset.state = 'saved';
       document.body.dataset.saved = m.conversation_id;
       finish(`Saved: ${m.ticks} frames of ${m.conversation_id} in ${m.folder}. Thank you.`, 'done');
+      offerScore(m.conversation_id);
       ws.close(); ctx.close();
     } else if (m.type === 'abandoned' || m.type === 'error') {
       stop();
@@ -132,7 +133,28 @@ async function talk() {
   ws.onclose = () => { if (document.body.dataset.state === 'talking') { stop(); finish('The connection closed: nothing was kept.', 'error'); } };
 }
 
+function offerScore(id) {
+  const button = $('score');
+  button.classList.remove('hidden');
+  button.onclick = async () => {
+    button.disabled = true;
+    text($('score-status'), 'Scoring (VAD, transcript, turn-taking, measures) and building the viewer page…');
+    try {
+      const data = await api('api/score?id=' + encodeURIComponent(id));
+      text($('score-status'), data.judged ? 'Scored and judged.' : 'Scored (start the seat with --judge to ask the judges too).');
+      const link = $('site-link');
+      link.href = withToken(data.page);
+      link.classList.remove('hidden');
+      document.body.dataset.scored = data.page;
+    } catch (e) {
+      text($('score-status'), 'Scoring failed: ' + e.message);
+      document.body.dataset.scored = 'error';
+    }
+  };
+}
+
 function finish(message, cls = '') {
+  if (cls !== 'done') { $('score').classList.add('hidden'); $('site-link').classList.add('hidden'); }
   const el = text($('end-message'), message);
   el.className = cls;
   show('end-view');
