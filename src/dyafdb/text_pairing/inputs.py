@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from dyafdb.judge.settings import judge_settings
 from dyafdb.paths import Results
-from dyafdb.text_pairing.pairing import QUESTIONS
+from dyafdb.text_pairing.pairing import text_questions
 
 
 class TextPairingInputs:
@@ -52,7 +52,7 @@ class TextPairingInputs:
         return max(local, default=1)
 
     def judge_templates(self, wildcards: Any) -> list[str]:
-        return [f"{self.judges.prompts_dir}/{q}.txt" for q in QUESTIONS.get(wildcards.task, ())]
+        return [f"{self.judges.prompts_dir}/{q}.txt" for q in text_questions(wildcards.task)]
 
     def judge_threads(self, wildcards: Any = None) -> int:
         name = self.section.get("judge") or self.judges.main_judge
