@@ -178,9 +178,14 @@ def test_study_mode_counterbalances_across_participants(seat_root):
     chosen = [participant_rows(config, rows, pid) for pid in ids]
     assert all(len(c) == 1 for c in chosen)  # one per cell (one scenario, one partner)
     assert sorted(c[0].conversation_id for c in chosen) == sorted(r.conversation_id for r in rows)
-    assert participant_config(config, "p002")["results_dir"] == "results/participants/p002"
+    own = participant_config(config, seat_root, "p002")
+    assert own["results_dir"] == "results/participants/p002"
+    assert [r.conversation_id for r in build_design(own, seat_root)] == [chosen[1][0].conversation_id]  # their share only
     with pytest.raises(InputError, match="never a name"):
-        participant_config(config, "alice")
+        participant_config(config, seat_root, "alice")
+    bad = {**config, "suites": {"t": {**config["suites"]["t"], "conversations": ["t1-1-nope__x__y__open-a__rep1__4s"]}}}
+    with pytest.raises(InputError, match="suites.t.conversations lists 't1-1-nope"):
+        build_design(bad, seat_root)
 
 
 def test_other_hosts_need_a_token_and_every_request_carries_it(seat_root):
@@ -222,3 +227,30 @@ def test_listen_in_streams_both_channels_as_the_recording_is_made(seat_root):
     for t, frames in got.items():
         assert np.array_equal(rec.audio[:, t * FRAME_SAMPLES:(t + 1) * FRAME_SAMPLES], frames)
     assert read_meta(folder)["listen"]["paced"] is True
+
+
+def test_a_participants_folder_goes_through_the_pipeline_unchanged(seat_root):
+    """Study mode end to end: the participant's config cuts the design to their share, so score and the
+    measures table (the stages after them read that table) run on their folder as on any results folder."""
+    import yaml
+
+    from dyafdb.cli import main
+    from dyafdb.seat.study import write_participant_config
+
+    config = seat_config()
+    pid = new_participant(config, seat_root)
+    own = participant_config(config, seat_root, pid)
+    saved = write_participant_config(own, seat_root)
+    reloaded = validate_config(yaml.safe_load(saved.read_text()), saved)
+    (row,) = build_design(reloaded, seat_root)
+    with SeatServer(own, seat_root, participant=pid) as server:
+        assert [c["id"] for c in server.get("/api/seat")[1]["conversations"]] == [row.conversation_id]
+        out = talk(server, row.conversation_id)
+    assert out["messages"][-1]["type"] == "saved"
+    meta = read_meta(results_of(own, seat_root).recording(row.conversation_id))
+    assert meta["seat"]["participant"] == pid and "participants/p001/" in results_of(own, seat_root).recording(row.conversation_id)
+    args = ["-c", str(saved), "--root", str(seat_root)]
+    assert main(["score", *args, "--id", row.conversation_id]) == 0
+    assert main(["measures", *args, "--no-judge"]) == 0
+    table = (Path(results_of(own, seat_root).root) / "scores" / "measures.tsv").read_text()
+    assert row.conversation_id in table

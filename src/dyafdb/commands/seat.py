@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dyafdb.seat.server import Seat, check_host, serve_seat
-    from dyafdb.seat.study import check_participant, new_participant, participant_config
+    from dyafdb.seat.study import check_participant, new_participant, participant_config, write_participant_config
 
     check_host(args.host, args.token)
     config = load_configs(args)
@@ -45,8 +45,9 @@ def run(args: argparse.Namespace) -> int:
             participant = new_participant(config, args.root)
         else:
             check_participant(participant)
-        config = participant_config(config, participant)
-        print(f"participant {participant}: results in {config['results_dir']}", flush=True)
+        config = participant_config(config, args.root, participant)
+        saved = write_participant_config(config, args.root)
+        print(f"participant {participant}: results in {config['results_dir']}; score them with -c {saved}", flush=True)
     seat = Seat(config, args.root, participant, args.token, judge=args.judge)
     asyncio.run(serve_seat(seat, args.host, args.port, announce=lambda line: print(line, flush=True)))
     return 0

@@ -17,6 +17,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Mapping
 
+import yaml
+
 from dyafdb.errors import InputError
 from dyafdb.fileio import write_atomic
 from dyafdb.paths import results_of
@@ -64,10 +66,25 @@ def new_participant(config: Mapping[str, Any], root: Path) -> str:
     return pid
 
 
-def participant_config(config: Mapping[str, Any], pid: str) -> dict[str, Any]:
-    """The config whose results folder is the participant's own (relative to the project root, as results_dir is)."""
+def participant_config(config: Mapping[str, Any], root: Path, pid: str) -> dict[str, Any]:
+    """The participant's config: their own results folder, and each person suite cut to their share
+    (``suites.<name>.conversations``), so every stage of the pipeline runs on their folder unchanged; the
+    suites without a person are left out (``enabled: false``)."""
     check_participant(pid)
-    return {**config, "results_dir": str(Path(config.get("results_dir", schema_default("config", "results_dir"))) / "participants" / pid)}
+    share = participant_rows(config, seat_rows(config, root), pid)
+    suites = {}
+    for name, suite in config["suites"].items():
+        ids = [r.conversation_id for r in share if r.suite == name]
+        suites[name] = {**suite, "conversations": ids} if ids else {**suite, "enabled": False}
+    return {**config, "suites": suites,
+            "results_dir": str(Path(config["results_dir"]) / "participants" / pid)}
+
+
+def write_participant_config(config: Mapping[str, Any], root: Path) -> Path:
+    """The participant's config beside their results, for scoring them later (`dyafdb ... -c <this file>`)."""
+    path = Path(results_of(config, root).root) / "seat-config.yaml"
+    write_atomic(path, lambda tmp: tmp.write_text(yaml.safe_dump(dict(config), sort_keys=False)))
+    return path
 
 
 def participant_rows(config: Mapping[str, Any], rows: list[Conversation], pid: str) -> list[Conversation]:

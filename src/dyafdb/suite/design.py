@@ -154,12 +154,17 @@ def build_design(config: dict[str, Any], root: Path | None = None) -> list[Conve
                              f"(cross_play_only: {bool(suite.get('cross_play_only', schema_default('config', 'suites', '<suite>', 'cross_play_only')))}, only_with: "
                              f"{suite.get('only_with')}); fix: add a model, drop cross_play_only or only_with, or set "
                              "enabled: false")
+        wanted = set(suite.get("conversations") or ())  # a seat participant's share (dyafdb.seat.study)
+        made: set[str] = set()
         for scenario in _select_scenarios(suite_name, suite, by_archetype):
             for m1, m2 in kept_pairings:
                 self_play = m1 == m2
                 assignments = [(m1, m2)] if self_play else [(m1, m2), (m2, m1)]
                 for (model_a, model_b), opener, rep in itertools.product(assignments, ("a", "b"), range(1, suite["repetitions"] + 1)):
                     cid = conversation_id(scenario.id, model_a, model_b, opener, rep, suite["window_s"])
+                    made.add(cid)
+                    if wanted and cid not in wanted:
+                        continue
                     if cid in rows:
                         _check_same_conversation(rows[cid], suite_name, scenario.id, model_a, model_b, opener, rep,
                                                  float(suite["window_s"]))
@@ -171,6 +176,11 @@ def build_design(config: dict[str, Any], root: Path | None = None) -> list[Conve
                         opener=opener, opener_model=model_a if opener == "a" else model_b,
                         repetition=rep, window_s=float(suite["window_s"]), attempt=1, seed=derive_seed(cid),
                     )
+        unknown = sorted(wanted - made)
+        if unknown:
+            raise InputError(f"suites.{suite_name}.conversations lists {unknown[0]!r}, which the suite does not make"
+                             f"{f' (and {len(unknown) - 1} more)' if len(unknown) > 1 else ''}; list ids of its own "
+                             "design (`dyafdb suite design`)")
     return list(rows.values())
 
 
