@@ -4,7 +4,9 @@ import { Player, FRAME_S, query, socketUrl, summary, withToken } from './player.
 const $ = (id) => document.getElementById(id);
 const show = (id) => { for (const s of ['list', 'card-view', 'talk-view', 'end-view']) $(s).classList.toggle('hidden', s !== id); };
 const JITTER_S = Number(query('jitter', '0.2'));
-const AEC = query('aec', '1') !== '0';  // echo cancellation: on unless the person wears headphones (or a test feeds a file)
+const AEC = query('aec', '1') !== '0';
+// The audio context's rate: 24 kHz unless asked (`?rate=48000`); at another rate the worklet resamples.
+const CONTEXT_RATE = Number(query('rate', '24000'));  // echo cancellation: on unless the person wears headphones (or a test feeds a file)
 let current = null;
 
 async function api(path) {
@@ -63,7 +65,7 @@ async function talk() {
   const stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: AEC, noiseSuppression: false, autoGainControl: false } });
   const micOpen = (performance.now() - requested) / 1000;
   let ctx;
-  try { ctx = new AudioContext({ sampleRate: 24000, latencyHint: 'interactive' }); } catch (e) { ctx = new AudioContext({ latencyHint: 'interactive' }); }
+  try { ctx = new AudioContext({ sampleRate: CONTEXT_RATE, latencyHint: 'interactive' }); } catch (e) { ctx = new AudioContext({ latencyHint: 'interactive' }); }
   await ctx.audioWorklet.addModule(new URL('capture-worklet.js', import.meta.url));
   const source = ctx.createMediaStreamSource(stream);
   const node = new AudioWorkletNode(ctx, 'capture', { numberOfOutputs: 1 });

@@ -1,0 +1,89 @@
+"""The seat's page in headless Chromium against a scripted partner (fast: no model to load): tone bursts
+from a WAV as the fake microphone, the audio context at 48 kHz so the capture worklet resamples to
+24 kHz, and the listen-in page. tests/seat/test_seat_browser.py is the slow run with Piper speech and
+the CPU agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from helpers_seat import SeatServer
+from test_seat_server import seat_config
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip("no Chromium at /usr/bin/chromium: apt-get install -y --no-install-recommends chromium", allow_module_level=True)
+playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the Python package only)")
+
+from dyafdb.clock import FRAME_SAMPLES, FRAME_SECONDS  # noqa: E402
+from dyafdb.paths import results_of  # noqa: E402
+from dyafdb.record.recording import read_meta, read_recording  # noqa: E402
+from dyafdb.seat.study import seat_rows  # noqa: E402
+
+BURSTS = [(1.0, 0.6), (2.6, 0.5)]  # (start s, length s) into the WAV
+RATE = 48_000
+
+
+def args(wav: Path) -> list[str]:
+    return ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--autoplay-policy=no-user-gesture-required",
+            "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-audio-capture={wav}%noloop"]
+
+
+def bursts_wav(path: Path) -> None:
+    audio = np.zeros(int(8 * RATE), dtype=np.float32)
+    for start, length in BURSTS:
+        n = int(length * RATE)
+        t = np.arange(n) / RATE
+        audio[int(start * RATE):int(start * RATE) + n] = 0.3 * np.sin(2 * np.pi * 440 * t)
+    sf.write(path, audio, RATE, subtype="PCM_16")
+
+
+def onsets(channel: np.ndarray) -> list[float]:
+    frames = len(channel) // FRAME_SAMPLES
+    rms = np.sqrt(np.mean(channel[: frames * FRAME_SAMPLES].reshape(frames, FRAME_SAMPLES) ** 2, axis=1))
+    voiced = rms > 0.02
+    return [t * FRAME_SECONDS for t in range(frames) if voiced[t] and (t == 0 or not voiced[t - 1])]
+
+
+def test_the_page_records_a_resampled_microphone_and_listens_in(suite_root, tmp_path):
+    wav = tmp_path / "bursts.wav"
+    bursts_wav(wav)
+    config = seat_config(window_s=4.0)
+    config["suites"]["t"]["cross_play_only"] = False  # partner+partner gives listen-in a conversation
+    row = next(r for r in seat_rows(config, suite_root) if r.model_a == "someone" and r.opener == "a")
+    with SeatServer(config, suite_root) as server, playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=args(wav))
+        page = browser.new_page()
+        page.goto(server.url + "/?aec=0&rate=48000")
+        page.click(f"tr[data-id='{row.conversation_id}'] button.take")
+        page.wait_for_selector("#card p")
+        page.check("#agree")
+        page.click("#start")
+        page.wait_for_selector("body[data-state='saved'], body[data-state='error']", state="attached", timeout=120_000)
+        assert page.get_attribute("body", "data-state") == "saved", page.inner_text("#end-message")
+
+        page.goto(server.url + "/listen")
+        page.click("tbody tr:first-child button")
+        page.wait_for_selector("body[data-state='saved']", state="attached", timeout=120_000)
+        assert page.get_attribute("body", "data-ticks") == str(int(4.0 / FRAME_SECONDS))
+        browser.close()
+
+    folder = results_of(config, suite_root).recording(row.conversation_id)
+    rec, meta = read_recording(folder), read_meta(folder)
+    timing = meta["seat"]["timing"]
+    assert timing["context_rate"] == RATE  # the worklet resampled 48 kHz to 24 kHz
+    assert rec.audio.shape == (2, 50 * FRAME_SAMPLES) and timing["late_input_frames"] <= 2
+    got = onsets(rec.audio[0])
+    expected = [start - timing["capture_offset_s"] for start, _ in BURSTS]
+    assert len(got) == len(expected), (got, expected, timing)
+    for e, g in zip(expected, got):
+        assert e - timing["mic_open_s"] - 2 * FRAME_SECONDS <= g <= e + 2 * FRAME_SECONDS, (got, expected, timing)
+    # a 440 Hz tone survives the resampling: its spectrum peaks at 440 Hz on the 24 kHz channel
+    at = int((got[0] + 0.1) / FRAME_SECONDS) * FRAME_SAMPLES
+    spectrum = np.abs(np.fft.rfft(rec.audio[0, at:at + 4800]))
+    assert abs(np.argmax(spectrum) * 24_000 / 4800 - 440) <= 10
