@@ -155,7 +155,7 @@ def fingerprint(config: Mapping[str, Any], root: Path | str, scenarios: Mapping[
     root = Path(root)
     scen = {}
     for sid, arch in sorted(scenarios.items()):
-        path = root / str(config.get("scenarios_dir", schema_default("config", "scenarios_dir"))) / arch / f"{sid}.yaml"
+        path = root / str(config["scenarios_dir"]) / arch / f"{sid}.yaml"
         scen[sid] = digest_files([path]) if path.is_file() else "missing"
     settings = {f"score.{s}": digest_json(config.get(s) or {}) for s in SCORING_SECTIONS}
     analysis = config.get("analysis") or {}

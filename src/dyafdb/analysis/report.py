@@ -99,7 +99,7 @@ def _title(stem: str) -> str:
 
 def build_report(tables: Sequence[Path], figures: Sequence[Path], settings: Settings, out: Path,
                  captions: Path | None = None, config_file: Path | None = None, versions: Path | None = None,
-                 title: str = "DyaFDB report", config: dict | None = None) -> None:
+                 title: str = "DyaFDB report", config: dict | None = None, root: Path = Path(".")) -> None:
     from dyafdb.analysis.figures import read_notes
 
     out = Path(out)
@@ -137,6 +137,22 @@ def build_report(tables: Sequence[Path], figures: Sequence[Path], settings: Sett
                         f"{caption_html(captions, path.stem, config, shown, anchor)}"
                         f"<img alt='{html.escape(path.stem)}' style='max-width:100%' src='data:image/png;base64,{data}'>"
                         f"{notes_html}<p class='note'>{html.escape(path.name)}{link}</p></section>")
+    # one card per model (dyafdb.analysis.cards), from the tables beside the rendered ones
+    from dyafdb.analysis.bundles import merged_info
+    from dyafdb.analysis.cards import model_cards
+
+    if tables:
+        for model, anchor, card in model_cards(Path(tables[0]).parent, settings, out.parent):
+            toc.append(f"<li><a href='#{html.escape(anchor)}'>model card: {html.escape(settings.label(model))}</a></li>")
+            sections.append(card)
+    merged = merged_info(config, root) if config else []
+    if merged:
+        items = "".join(f"<li>{html.escape(m.path)}: {', '.join(html.escape(x) for x in m.models) or 'no new model'} "
+                        f"({m.conversations} conversations; code {html.escape(str(m.code.get('version')))} "
+                        f"{html.escape(str(m.code.get('commit') or ''))})</li>" for m in merged)
+        toc.append("<li><a href='#bundles'>merged bundles</a></li>")
+        sections.append("<section id='bundles'><h2>merged bundles</h2><p>These models' conversations come from results "
+                        f"bundles (analysis.bundles), made with this run's scenarios and scoring settings:</p><ul>{items}</ul></section>")
     if versions is not None and Path(versions).exists():
         v = pd.read_csv(versions, sep="\t", dtype=str, keep_default_na=False)
         rows = "".join(f"<tr><td>{html.escape(a)}</td><td>{html.escape(b)}</td></tr>" for a, b in zip(v.iloc[:, 0], v.iloc[:, 1]))

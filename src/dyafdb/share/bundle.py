@@ -34,7 +34,7 @@ from dyafdb.errors import InputError
 from dyafdb.fileio import read_jsonl
 from dyafdb.paths import Results, results_of
 from dyafdb.provenance import code_version, digest_json
-from dyafdb.schema_check import load_schema, schema_default
+from dyafdb.schema_check import load_schema
 
 AUDIO = ("none", "preview", "full")
 # The packages whose versions results.json names (the analysis's versions table names the same).
@@ -105,8 +105,8 @@ def headline(tables: Path, tasks: Iterable[str]) -> list[dict[str, Any]]:
         for r in _read_tsv(path):
             model = r.get("row")
             partners = [k[2:] for k in r if k.startswith("n:")]
-            if not model or not partners:
-                continue
+            if not model or not partners or r.get(f"n:{partners[0]}", "") == "":
+                continue  # a column-average row (avoider avg, ...): no n, the rows' cells say it
             for p in partners:
                 n = _number(r.get(f"n:{p}"))
                 out.append({"task": task, "model": model, "partner": p, "value": _number(r.get(p)),
@@ -257,7 +257,7 @@ def collect(config: Mapping[str, Any], root: Path, models: list[str] | None = No
             add(bundle_results.recording_file(cid, "audio.wav"), wav)
         elif audio == "preview" and wav.exists():
             members[bundle_results.recording_file(cid, PREVIEW_NAME)] = _preview(wav)
-    scenarios_dir = Path(root) / str(config.get("scenarios_dir", schema_default("config", "scenarios_dir")))
+    scenarios_dir = Path(root) / str(config["scenarios_dir"])
     for sid, arch in sorted({(r.scenario, r.archetype) for r in rows}):
         path = scenarios_dir / arch / f"{sid}.yaml"
         if path.exists():
@@ -284,7 +284,7 @@ def write_bundle(config: Mapping[str, Any], root: Path, out: Path, audio: str = 
             measures = Path(tmp) / "measures.tsv"
             measures.write_bytes(members[MEASURES])
             subset = {k: v for k, v in dict(config).items()}
-            stems = recompute_tables(subset, root, measures, Results(str(Path(tmp) / "r")),
+            recompute_tables(subset, root, measures, Results(str(Path(tmp) / "r")),
                                      {r.conversation_id: r for r in rows})
             tables = Path(Results(str(Path(tmp) / "r")).analysis_table("x")).parent
         for path in sorted(tables.glob("*.tsv")):

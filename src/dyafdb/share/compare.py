@@ -137,7 +137,7 @@ def _group(measure: str, judge: str, ga: pd.DataFrame, gb: pd.DataFrame, setting
         rb_paired = _replicates(gb, cb, n, scenarios, settings, settings.seed)
         rb_free = _replicates(gb, cb, n, scenarios, settings, settings.seed + 1)
         diff_reps = np.where(paired[None, :], rb_paired, rb_free) - ra
-    extra_cells, extra_reps = [], []
+    extra_cells = []
     if measure == SCORE:
         # each model's average over its partners, as the score tables' avg column
         by_model: dict[tuple, list[int]] = {}

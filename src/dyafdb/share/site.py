@@ -19,7 +19,8 @@ from dyafdb.config import validate_config
 from dyafdb.errors import InputError
 from dyafdb.paths import Results
 
-_REPORT_LINK = re.compile(r"\s*The numbers they make up are in <a class=\"report\" href=\"[^\"]*\">the report</a>\.")
+_REPORT_LINK = re.compile(r"\s*The numbers they make up are in <a class=\"report\" href=\"[^\"]*\">the report</a>\."
+                          r"(\s*<span class=\"cards\">.*?</span>)?", re.S)
 _URL = re.compile(r"""(?:href|src)\s*=\s*["']([^"'#]+)""")
 
 

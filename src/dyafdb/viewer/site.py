@@ -327,7 +327,13 @@ def build_site(config: Mapping[str, Any], root: Path = Path("."), settings: View
         w.text("index-data.js", "window.DYAFDB_INDEX = " + _json(index_data(index_rows, config, judges)) + ";\n")
         summary.removed = w.remove_stale()
         report = os.path.relpath(report_path(config, root), out)
-        w.text("index.html", pages.index_page(_counts(index_rows, summary, config), annotation=bool(picks), report_href=report))
+        from dyafdb.analysis.cards import card_anchor
+
+        models = sorted({m for r in rows for m in r.pairing.split("+")})
+        labels = {m: (config.get("models", {}).get(m) or {}).get("label", m) for m in models}
+        cards = [(labels[m], f"{report}#{card_anchor(m)}") for m in models]
+        w.text("index.html", pages.index_page(_counts(index_rows, summary, config), annotation=bool(picks), report_href=report,
+                                              cards=cards))
     summary.seconds = time.perf_counter() - t0
     print(summary.line(), file=log or sys.stdout)
     return summary
