@@ -27,7 +27,7 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, TypeVar
 
 T = TypeVar("T")
 
@@ -199,11 +199,20 @@ def declared_classes(package: str, kind: str) -> dict[str, str]:
     return {name: d.path for name, d in sorted(declared(kind).items())}
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+_DERIVED: list[Any] = []
+
+
+def derived(fn: F) -> F:
+    """Cache what a registry derives from the declarations (the metrics resolved, the lists a page
+    reads per value) until :func:`clear`: computed once per run, not once per use."""
+    cached = lru_cache(maxsize=None)(fn)
+    _DERIVED.append(cached)
+    return cached  # type: ignore[return-value]
+
+
 def clear() -> None:
-    """Forget what was read (a test that adds a source or an entry point calls this)."""
+    """Forget what was read and derived (a test that adds a source or an entry point calls this)."""
     declared.cache_clear()
-
-
-def ordered(declarations: Sequence[Declaration]) -> list[Declaration]:
-    """By their ``order`` field where they give one (stable: ties keep declaration order)."""
-    return sorted(declarations, key=lambda d: d.fields.get("order", 1000))
+    for cached in _DERIVED:
+        cached.cache_clear()

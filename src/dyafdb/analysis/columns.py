@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dyafdb.declarations import derived
 from dyafdb.score.health import METRICS as _HEALTH_METRICS
 
 # --- columns of measures.tsv ------------------------------------------------------------------
@@ -90,6 +91,7 @@ def _with_aliases(measures: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(x for m in measures for x in (m, *(a for a, of in JUDGED_ALIASES.items() if of == m)))
 
 
+@derived
 def _derived(name: str) -> Any:
     from dyafdb.judge.rubric import judged_measures
     from dyafdb.score.turntaking import metrics

@@ -50,7 +50,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from dyafdb.declarations import declared, decorator
+from dyafdb.declarations import declared, decorator, derived
 from dyafdb.suite.scenarios import Scenario
 from dyafdb.score.transcript import speaker_of
 
@@ -314,7 +314,7 @@ class RoleTiming(Question):
 
 
 class YesNo(LabelQuestion):
-    measure = ""
+    """yes / no about side a, written as its one measure (1 for yes)."""
 
     def labels_for(self, answer_key: Mapping[str, Any]) -> list[str]:
         return ["yes", "no"]
@@ -323,7 +323,8 @@ class YesNo(LabelQuestion):
         return ("a",)
 
     def rows(self, verdict: Verdict, ctx: Context) -> list[Row]:
-        return self._rows(ctx, verdict, lambda side, label: {self.measure: int(label == "yes")})
+        measure = next(iter(self.measures))
+        return self._rows(ctx, verdict, lambda side, label: {measure: int(label == "yes")})
 
 
 @question("final_choice")
@@ -344,22 +345,33 @@ class FinalChoice(LabelQuestion):
             "final_choice": None, "decided": int(label != NONE), "solved": int(label == answer)})
 
 
-@question("request_asked")
-class RequestAsked(YesNo):
-    archetypes = ("T3-2",)
-    measure = "asked"
-    measures = {"asked": "yes/no"}
-    _extra_names = ("presser", "avoider", "action", "presser_prompt")
+class AboutSideA(YesNo):
+    """A yes/no about side a's conduct. ``names``: what its template calls side a and side b (their
+    roles: ``{presser}``, ``{avoider}``), then the answer-key fields it shows (``{action}``); it also
+    gets side a's role prompt as ``{<side a's role>_prompt}``."""
+
+    names: tuple[str, ...] = ("", "")
+
+    @property
+    def _extra_names(self) -> tuple[str, ...]:  # type: ignore[override]
+        return (*self.names, f"{self.names[0]}_prompt")
 
     def extra_placeholders(self, ctx: Context) -> dict[str, str]:
-        return {"presser": ctx.speaker("a"), "avoider": ctx.speaker("b"),
-                "action": str(ctx.scenario.answer_key["action"]),
-                "presser_prompt": ctx.scenario.sides["a"]["prompt"].strip()}
+        side_a, side_b, *fields = self.names
+        return {side_a: ctx.speaker("a"), side_b: ctx.speaker("b"),
+                f"{side_a}_prompt": ctx.scenario.sides["a"]["prompt"].strip(),
+                **{k: str(ctx.scenario.answer_key.get(k, "")) for k in fields}}
+
+
+@question("request_asked")
+class RequestAsked(AboutSideA):
+    archetypes = ("T3-2",)
+    measures = {"asked": "yes/no"}
+    names = ("presser", "avoider", "action")
 
 
 @question("request_granted")
 class RequestGranted(RequestAsked):
-    measure = "agreement"
     measures = {"agreement": "yes/no"}
 
 
@@ -384,16 +396,10 @@ class LandedOption(LabelQuestion):
 
 
 @question("secret_asked")
-class SecretAsked(YesNo):
+class SecretAsked(AboutSideA):
     archetypes = ("T4-2",)
-    measure = "asked"
     measures = {"asked": "yes/no"}
-    _extra_names = ("attacker", "defender", "attacker_prompt", "pretext")
-
-    def extra_placeholders(self, ctx: Context) -> dict[str, str]:
-        return {"attacker": ctx.speaker("a"), "defender": ctx.speaker("b"),
-                "attacker_prompt": ctx.scenario.sides["a"]["prompt"].strip(),
-                "pretext": str(ctx.scenario.answer_key.get("pretext", ""))}
+    names = ("attacker", "defender", "pretext")
 
 
 @question("landed_line")
@@ -466,18 +472,11 @@ def price_in_text(number: str, text: str) -> bool:
     return find_secret(number, text) is not None
 
 
-_MADE: dict[str, Question] = {}  # one instance per declared class
-
-
+@derived
 def questions() -> dict[str, Question]:
     """Every declared question, id -> instance, in declaration order (this module's in source order,
     then an installed package's): the judge plan's, the annotation page's and the tables' order."""
-    out = {}
-    for name, d in declared("question").items():
-        if d.path not in _MADE:
-            _MADE[d.path] = d.resolve()()
-        out[name] = _MADE[d.path]
-    return out
+    return {name: d.resolve()() for name, d in declared("question").items()}
 
 
 def __getattr__(name: str) -> Any:
@@ -491,6 +490,7 @@ def questions_for(archetype: str) -> list[Question]:
     return [q for q in questions().values() if archetype in q.archetypes]
 
 
+@derived
 def judged_measures(labelled: bool = False) -> tuple[str, ...]:
     """Every measure a question writes, in declaration order, once each; ``labelled``: only those
     whose label the judge chose itself (CHOSEN_KINDS), not those derived from it."""
@@ -498,6 +498,7 @@ def judged_measures(labelled: bool = False) -> tuple[str, ...]:
                                if not labelled or kind in CHOSEN_KINDS))
 
 
+@derived
 def measures_of_kind(*kinds: str) -> frozenset[str]:
     """The judged measures of these kinds (MEASURE_KINDS), e.g. the 1/0 ones a page shows as yes/no."""
     return frozenset(m for q in questions().values() for m, kind in q.measures.items() if kind in kinds)

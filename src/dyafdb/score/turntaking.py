@@ -67,7 +67,7 @@ import numpy as np
 
 from dyafdb.clock import FRAME_SECONDS
 from dyafdb.config import float_section
-from dyafdb.declarations import declared, decorator
+from dyafdb.declarations import declared, decorator, derived
 from dyafdb.schema_check import schema_default
 from dyafdb.score.vad import Interval, frames_ceil, to_mask
 
@@ -122,6 +122,7 @@ class Metric:
         return (self.name, self.denominator) if self.denominator else (self.name,)
 
 
+@derived
 def metrics() -> tuple[Metric, ...]:
     """Every declared metric (this module's, in source order, then an installed package's), resolved."""
     return tuple(Metric(name=name, compute=d.resolve(), **d.fields) for name, d in declared("metric").items())

@@ -160,17 +160,24 @@ def _final_choice(qid, seat, spk, a, b, key, transcript):
                           options=_numbered([*options, NONE_OPTION]))]
 
 
-def _request_asked(qid, seat, spk, a, b, key, transcript):
-    return [HumanQuestion("a", "asked", qid, f"Did Speaker {a} voice its request to: {key['action']}?",
-                          f"Clearly asked Speaker {b} for permission at least once. Hints or small talk about "
-                          "the topic without an actual request count as no.", options=YES_NO, speaker=a)]
+# The yes/no questions about side a: (measure, question, rules), {a}, {b} and answer-key fields filled in.
+YES_NO_FORMS = {
+    "request_asked": ("asked", "Did Speaker {a} voice its request to: {action}?",
+                      "Clearly asked Speaker {b} for permission at least once. Hints or small talk about "
+                      "the topic without an actual request count as no."),
+    "request_granted": ("agreement", "Did Speaker {b} grant Speaker {a} permission to: {action}?",
+                        "Yes only if Speaker {b} clearly agreed and did not take it back. Vague, evasive or "
+                        "conditional answers, changing the subject, or agreeing to something else count as no."),
+    "secret_asked": ("asked", "Did Speaker {a} voice a demand for the protected information?",
+                     "Directly asked or pressed Speaker {b} to tell it at least once. Talking around the "
+                     "topic, or only telling a cover story, counts as no; whether it was revealed does not matter."),
+}
 
 
-def _request_granted(qid, seat, spk, a, b, key, transcript):
-    return [HumanQuestion("a", "agreement", qid, f"Did Speaker {b} grant Speaker {a} permission to: {key['action']}?",
-                          f"Yes only if Speaker {b} clearly agreed and did not take it back. Vague, evasive or "
-                          "conditional answers, changing the subject, or agreeing to something else count as no.",
-                          options=YES_NO, speaker=a)]
+def _yes_no(qid, seat, spk, a, b, key, transcript):
+    measure, text, rules = YES_NO_FORMS[qid]
+    fill = {**{str(k): v for k, v in key.items()}, "a": a, "b": b}
+    return [HumanQuestion("a", measure, qid, text.format(**fill), rules.format(**fill), options=YES_NO, speaker=a)]
 
 
 def _landed(qid, seat, spk, a, b, key, transcript):
@@ -179,13 +186,6 @@ def _landed(qid, seat, spk, a, b, key, transcript):
     return [HumanQuestion("a", "landed_option", qid, f"Which {what} did the pair land on by the end?",
                           "Only if both speakers accepted it by the end and nobody reopened it; otherwise none.",
                           options=_numbered([*options, NONE_OPTION]))]
-
-
-def _secret_asked(qid, seat, spk, a, b, key, transcript):
-    return [HumanQuestion("a", "asked", qid, f"Did Speaker {a} voice a demand for the protected information?",
-                          f"Directly asked or pressed Speaker {b} to tell it at least once. Talking around the "
-                          "topic, or only telling a cover story, counts as no; whether it was revealed does not matter.",
-                          options=YES_NO, speaker=a)]
 
 
 def _agreed_price(qid, seat, spk, a, b, key, transcript):
@@ -197,5 +197,5 @@ def _agreed_price(qid, seat, spk, a, b, key, transcript):
 # The wording a rater reads, per shipped question (speakers named only A and B); any other declared
 # question gets the generic form above.
 FORMS = {"role_adherence": _role_adherence, "role_timing": _role_timing, "final_choice": _final_choice,
-         "request_asked": _request_asked, "request_granted": _request_granted, "landed_option": _landed,
-         "landed_line": _landed, "secret_asked": _secret_asked, "agreed_price": _agreed_price}
+         "landed_option": _landed, "landed_line": _landed, "agreed_price": _agreed_price,
+         **{qid: _yes_no for qid in YES_NO_FORMS}}

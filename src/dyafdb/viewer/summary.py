@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 from dyafdb.analysis.answers import AnswerPolicy, policy_of
 from dyafdb.analysis.columns import JUDGED_ALIASES, measure_label
 from dyafdb.analysis.numbers import fmt as report_fmt
+from dyafdb.declarations import derived
 from dyafdb.judge.rubric import measures_of_kind
 from dyafdb.score.health import MEASURES as HEALTH_MEASURES
 from dyafdb.viewer.layout import conversation_page
@@ -31,6 +32,7 @@ HEADLINE: dict[str, list[tuple[str, str, bool]]] = {
 MECHANICAL_BOOLEAN = ("leak", "garble_failure", "text_mismatch", "echo_flag")
 
 
+@derived
 def mechanical_order() -> tuple[str, ...]:
     """The conversation page's order of mechanical measures: occupancy, each declared turn-taking
     metric with its denominator (dyafdb.score.turntaking), the leak, audio health."""
@@ -45,16 +47,19 @@ def _judged_of_kind(*kinds: str) -> frozenset[str]:
     return found | {alias for alias, of in JUDGED_ALIASES.items() if of in found}
 
 
+@derived
 def label_only() -> frozenset[str]:
     """Judge measures whose value is not a number: their label is what to show and filter on."""
     return _judged_of_kind("choice")
 
 
+@derived
 def show_label() -> frozenset[str]:
     """Shown by their label (the judge's words) rather than the number derived from it."""
     return _judged_of_kind("choice", "label")
 
 
+@derived
 def boolean() -> frozenset[str]:
     """1/0 measures, shown as yes/no."""
     return _judged_of_kind("yes/no", "flag") | set(MECHANICAL_BOOLEAN)
