@@ -58,6 +58,8 @@ ARGV: dict[str, Callable[[Project], list[str]]] = {
     "record": lambda p: ["record", "--id", p.cid, "--no-progress", *p.c],
     "reshard": lambda p: ["reshard", *p.c],
     "score": lambda p: ["score", "--id", p.cid, *p.c],
+    # the project has no person (adapter: person), so the seat stops before it serves or registers anyone
+    "seat": lambda p: ["seat", "--port", "0", "--participant", "new", *p.c],
     "status": lambda p: ["status", *p.c],
     "suite": lambda p: ["suite", "design", *p.c],
     "summary": lambda p: ["summary", *p.c],

@@ -35,10 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dyafdb.seat.server import Seat, check_host, serve_seat
-    from dyafdb.seat.study import check_participant, new_participant, participant_config, write_participant_config
+    from dyafdb.seat.study import (check_participant, new_participant, participant_config, seat_rows,
+                                   write_participant_config)
 
     check_host(args.host, args.token)
     config = load_configs(args)
+    seat_rows(config, args.root)  # a config without a person stops here, before a participant is registered
     participant = args.participant
     if participant is not None:
         if participant == "new":
