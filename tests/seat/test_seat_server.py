@@ -167,6 +167,9 @@ def test_abandoning_leaves_no_recording(seat_root):
         folder = results_of(config, seat_root).recording(row.conversation_id)
         assert not is_complete(folder)
         assert server.get("/api/seat")[1]["conversations"][0]["recorded"] is False
+        again = talk(server, row.conversation_id)  # redone on the same seat, the same agents
+        assert again["messages"][-1]["type"] == "saved"
+        assert is_complete(folder) and read_meta(folder)["ticks"] == 50
 
 
 def test_study_mode_counterbalances_across_participants(seat_root):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -92,15 +93,23 @@ class _Live:
         self.started = datetime.now(timezone.utc)
         self.t0 = time.perf_counter()
         self.tick_lag: list[float] = []
+        # A tick runs on a worker thread; an abandoned conversation closes its agents only once the
+        # tick in flight has returned, never under it.
+        self._stepping = threading.Lock()
 
     async def open(self) -> None:
         await asyncio.to_thread(self.bridge.open)
 
+    def _tick(self) -> dict[str, Any]:
+        with self._stepping:
+            return self.bridge.tick()
+
     async def tick(self) -> dict[str, Any]:
-        return await asyncio.to_thread(self.bridge.tick)
+        return await asyncio.to_thread(self._tick)
 
     def close(self) -> None:
-        self.bridge.close()
+        with self._stepping:
+            self.bridge.close()
 
     def meta(self, result: BridgeResult) -> dict[str, Any]:
         return conversation_meta(self.config, self.row, self.scenario, self.row.attempt, self.sessions, result,

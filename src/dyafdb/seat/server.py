@@ -236,7 +236,7 @@ class Seat:
         finally:
             reader.cancel()
             runner.cancel()
-            conv.close()
+            await asyncio.to_thread(conv.close)  # waits for a tick in flight
 
     async def _listen(self, ws: ServerConnection, row: Conversation) -> None:
         conv = await asyncio.to_thread(ListenConversation, self.config, self.root, row, self.pool)
@@ -253,7 +253,7 @@ class Seat:
         except ConnectionClosed:
             pass
         finally:
-            conv.close()
+            await asyncio.to_thread(conv.close)
 
 
 def _response(status: int, body: bytes, content_type: str, csp: str = "default-src 'self'; connect-src 'self'") -> Response:
