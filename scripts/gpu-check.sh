@@ -21,9 +21,29 @@
 #     BATCHES=1,2,4,8,16,32 FRAMES=200 bash scripts/gpu-check.sh throughput
 #
 #    Prints one JSON line per configuration and batch size; see bench/moshi_lm_step.py for the fields.
+#
+# 3. `all`: every adapter and every engine on the real weights, in one run of at most 10 minutes on one
+#    H200 (--budget-s 600; later steps are skipped, and say so, past it), ending with one table:
+#    - the smoke test above for each model (Moshi and PersonaPlex greedy, against a scripted partner);
+#    - each model's engine, in the environment its engine runs in (src/dyafdb/agents/engine/probe.py):
+#      Moshi and PersonaPlex ms per tick at batch 1/8/16/32, eager and with CUDA graphs; PersonaPlex's
+#      join with the released voice (alone, and riding in 8 sessions' ticks); the smoke conversation
+#      again through the engine at batch 1, its text tokens compared with the worker's (greedy: equal);
+#      MiniCPM-o's chunk compute times and Raon's voice applied, through their engines.
+#    On a GPU the table goes into BENCHMARKS.md (its gpu-check block; --record FILE elsewhere).
+#
+#     bash scripts/gpu-check.sh all                             # config/config.yaml, with engine sections
+#     bash scripts/gpu-check.sh all --models moshi,personaplex --batches 1,8 --modes graph
+#
+#    A model without an `engine` section gets the default engine command (its worker's environment);
+#    PersonaPlex needs `engine.command` in the Moshi environment (docs/engines.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python}
+if [ "${1:-}" = "all" ]; then
+    shift
+    exec timeout --kill-after=30 "${GPU_CHECK_LIMIT_S:-660}" "$PY" scripts/gpu_smoke.py --engines "$@"
+fi
 if [ "${1:-}" != "throughput" ]; then
     exec "$PY" scripts/gpu_smoke.py "$@"
 fi

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -95,18 +96,30 @@ def check(name: str, spec: dict[str, Any], result: Any, config: dict[str, Any], 
     return {"model": name, "ok": all(c["ok"] for c in checks.values()), "checks": checks, "ticks": result.ticks}
 
 
+# A talker whose audio does not depend on what it hears: the greedy engine-vs-worker comparison
+# feeds both the same frames (and tests use it instead of the embedded agent's three models).
+SCRIPTED_PARTNER = {"script": [{"start_s": 2.0, "end_s": 4.0, "text": "hello is there a room", "amplitude": 0.05},
+                               {"start_s": 7.0, "end_s": 8.5, "text": "just one night please", "amplitude": 0.05}]}
+
+
 def partner_agent(kind: str) -> Any:
     from dyafdb.agents.registry import make_agent
 
     if kind == "cascade":
         return make_agent("cascade", {"variant": "eager"}, "cpu_eager")
-    # tests: a scripted talker instead of the embedded agent's three models
-    return make_agent("scripted", {"script": [{"start_s": 2.0, "end_s": 4.0, "text": "hello is there a room",
-                                                "amplitude": 0.05}]}, "scripted")
+    return make_agent("scripted", SCRIPTED_PARTNER, "scripted")
+
+
+def smoke_sessions(name: str, ticks: int) -> dict[str, Any]:
+    from dyafdb.agents.base import Session
+
+    return {"a": Session(conversation_id=f"gpu-check-{name}", side="a", prompt=SMOKE_ROLE + OPENER, speaker_name="Sam",
+                         seed=1234, is_opener=True, window_ticks=ticks),
+            "b": Session(conversation_id=f"gpu-check-{name}", side="b", prompt=PARTNER_ROLE, speaker_name="Alex",
+                         seed=1235, is_opener=False, window_ticks=ticks)}
 
 
 def record_one(name: str, config: dict[str, Any], seconds: float, partner: str, out: Path) -> Any:
-    from dyafdb.agents.base import Session
     from dyafdb.clock import seconds_to_ticks
     from dyafdb.record.bridge import run_bridge
     from dyafdb.record.conversation import AgentPool
@@ -114,10 +127,7 @@ def record_one(name: str, config: dict[str, Any], seconds: float, partner: str, 
 
     ticks = seconds_to_ticks(seconds)
     lead_in = seconds_to_ticks(config["bridge"]["lead_in_s"])
-    sessions = {"a": Session(conversation_id=f"gpu-check-{name}", side="a", prompt=SMOKE_ROLE + OPENER, speaker_name="Sam",
-                             seed=1234, is_opener=True, window_ticks=ticks),
-                "b": Session(conversation_id=f"gpu-check-{name}", side="b", prompt=PARTNER_ROLE, speaker_name="Alex",
-                             seed=1235, is_opener=False, window_ticks=ticks)}
+    sessions = smoke_sessions(name, ticks)
     pool = AgentPool(config, log_dir=out / name)
     (out / name).mkdir(parents=True, exist_ok=True)
     try:
@@ -132,6 +142,175 @@ def record_one(name: str, config: dict[str, Any], seconds: float, partner: str, 
     return result, lead_in
 
 
+# -- engines on real weights (gpu-check.sh all) --------------------------------------------------------
+PROBE_MODULE = "dyafdb.agents.engine.probe"
+TABLE_BEGIN, TABLE_END = "<!-- gpu-check: begin (scripts/gpu-check.sh all writes this block on a GPU) -->", "<!-- gpu-check: end -->"
+
+
+def greedy(config: dict[str, Any], models: list[str]) -> dict[str, Any]:
+    """The config with argmax decoding for ``models`` (Moshi's sampling keys), so a worker and an engine
+    given the same frames must choose the same tokens."""
+    import copy
+
+    out = copy.deepcopy(config)
+    for name in models:
+        params = out["models"][name].setdefault("params", {})
+        params["sampling"] = {**(params.get("sampling") or {}), "use_sampling": False}
+    return out
+
+
+def probe_argv(name: str, spec: dict[str, Any], sizes: dict[str, Any], conversation: dict[str, Any] | None) -> list[str]:
+    """The probe in the environment the model's engine runs in (``engine.command`` or the worker's)."""
+    from dyafdb.agents.engine.launch import HOST_MODULE, host_command
+
+    argv = host_command({**spec, "engine": spec.get("engine") or {}})
+    argv[argv.index(HOST_MODULE)] = PROBE_MODULE
+    argv += ["--adapter", spec["adapter"], "--model", name, "--params", json.dumps(spec.get("params") or {}),
+             "--batches", sizes["batches"], "--modes", sizes["modes"], "--ticks", str(sizes["ticks"]),
+             "--warmup", str(sizes["warmup"]), "--seconds", str(sizes["seconds"])]
+    if conversation is not None:
+        argv += ["--conversation", json.dumps(conversation)]
+    return argv
+
+
+def run_probe(name: str, spec: dict[str, Any], argv: list[str], timeout_s: float, log: Path) -> list[dict[str, Any]]:
+    import os
+    import subprocess
+
+    env = {**os.environ, **((spec.get("worker") or {}).get("env") or {})}
+    visible = [g for g in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
+    if visible:
+        env["CUDA_VISIBLE_DEVICES"] = visible[0]  # one GPU, as an engine gets
+    log.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(log, "w") as err:
+            done = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=err, text=True, timeout=max(timeout_s, 1))
+        lines = done.stdout.splitlines()
+    except subprocess.TimeoutExpired as exc:
+        lines = (exc.stdout or b"").decode(errors="replace").splitlines() if isinstance(exc.stdout, bytes) else \
+            (exc.stdout or "").splitlines()
+        lines.append(json.dumps({"check": "error", "error": f"probe ran past {timeout_s:.0f} s (the run's budget); see {log}"}))
+    except OSError as exc:
+        lines = [json.dumps({"check": "error", "error": f"cannot start the probe {argv[:4]}: {exc}"})]
+    rows = []
+    for line in lines:
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    if not rows:
+        rows.append({"check": "error", "error": f"the probe printed nothing; see {log}"})
+    return rows
+
+
+def compare_tokens(job: list[list[Any]], engine: list[list[Any]]) -> dict[str, Any]:
+    """The per-job worker's (tick, text) pieces against the engine's, under greedy decoding."""
+    same = 0
+    for a, b in zip(job, engine):
+        if list(a) != list(b):
+            break
+        same += 1
+    first = None if same == len(job) == len(engine) else (job[same][0] if same < len(job) else engine[same][0])
+    return {"ok": same == len(job) == len(engine) and len(job) > 0, "same_prefix": same, "job_pieces": len(job),
+            "engine_pieces": len(engine), "first_difference_tick": first}
+
+
+def engine_rows(name: str, probe: list[dict[str, Any]], comparison: dict[str, Any] | None) -> list[list[str]]:
+    """The table's rows for one model: (model, what, figure)."""
+    rows = []
+    device = next((p.get("device") for p in probe if p.get("check") == "device"), "?")
+    for p in probe:
+        check = p.get("check")
+        if check == "load":
+            rows.append([name, f"engine load ({device})", f"{p['seconds']} s"])
+        elif check == "tick" and "error" in p:
+            rows.append([name, f"tick, batch {p['batch']}, {p['mode']}", f"failed: {p['error']}"])
+        elif check == "tick":
+            rows.append([name, f"tick, batch {p['batch']}, {p['mode']}", f"{p['ms_median']} ms median, {p['ms_p90']} p90 (n {p['n']})"])
+        elif check == "join":
+            rows.append([name, f"join, voice {p['voice']} + {p['text_prompt_tokens']} prompt tokens, alone",
+                         f"{p['alone_ms']} ms, {p['prompt_lm_steps']} LM steps"])
+            rows.append([name, f"join riding with {p['sessions_stepping']} sessions",
+                         f"{p['ride_ticks']} ticks at {p['ride_tick_ms_median']} ms (plain tick {p['plain_tick_ms_median']} ms)"])
+        elif check == "session":
+            chunks = p.get("chunk_compute_ms") or []
+            rows.append([name, "engine session step", f"{p['step_ms_median']} ms median, {p['step_ms_max']} max "
+                         f"({p['ticks']} ticks, {p['concurrent']} at once)"])
+            if chunks:
+                rows.append([name, "chunk compute (prefill + generate)",
+                             f"{statistics.median(chunks):.0f} ms median, {max(chunks):.0f} max (n {len(chunks)})"])
+            if p.get("voice_applied") is not None:
+                rows.append([name, f"voice applied ({p['voice']})", str(p["voice_applied"]) +
+                             (f": {p['voice_problem']}" if p.get("voice_problem") else "")])
+        elif check == "error":
+            rows.append([name, "engine probe", f"FAILED: {p['error']}"])
+    if comparison is not None:
+        c = comparison
+        rows.append([name, "engine vs per-job text tokens, batch 1, greedy",
+                     ("same" if c["ok"] else f"differ from tick {c['first_difference_tick']}") +
+                     f" ({c['same_prefix']} of {c['job_pieces']} pieces equal; engine {c['engine_pieces']})"])
+    return rows
+
+
+def format_table(rows: list[list[str]], header: str) -> str:
+    lines = [header, "", "| model | check | figure |", "|---|---|---|"]
+    lines += [f"| {' | '.join(cell.replace('|', '/') for cell in row)} |" for row in rows]
+    return "\n".join(lines)
+
+
+def record_table(path: Path, table: str) -> bool:
+    """Put the table between the gpu-check markers of ``path`` (added at its end when absent)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    block = f"{TABLE_BEGIN}\n{table}\n{TABLE_END}"
+    if TABLE_BEGIN in text and TABLE_END in text:
+        head, rest = text.split(TABLE_BEGIN, 1)
+        text = head + block + rest.split(TABLE_END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+def run_engines(config: dict[str, Any], ready: list[str], smoke: dict[str, Any], args: argparse.Namespace,
+                deadline: float, out: Path) -> tuple[list[list[str]], bool, bool]:
+    """Each ready model's engine on its weights; (table rows, all ok, whether a GPU ran them)."""
+    from dyafdb.agents.engine.models import BATCHED_ADAPTERS, ENGINES
+    from dyafdb.clock import seconds_to_ticks
+
+    sizes = {"batches": args.batches, "modes": args.modes, "ticks": args.ticks, "warmup": args.warmup,
+             "seconds": args.seconds}
+    rows, ok, gpu = [], True, False
+    for name in ready:
+        spec = config["models"][name]
+        if spec["adapter"] not in ENGINES:
+            continue
+        left = deadline - time.monotonic()
+        if left < 30:
+            rows.append([name, "engine probe", "not run: past the run's time budget (--budget-s)"])
+            ok = False
+            continue
+        conversation = None
+        if spec["adapter"] in BATCHED_ADAPTERS and name in smoke:
+            ticks = seconds_to_ticks(args.seconds)
+            conversation = {"sessions": {s: v.to_json() for s, v in smoke_sessions(name, ticks).items()},
+                            "partner": SCRIPTED_PARTNER, "ticks": ticks,
+                            "lead_in": seconds_to_ticks(config["bridge"]["lead_in_s"])}
+        probe = run_probe(name, spec, probe_argv(name, spec, sizes, conversation), left, out / name / "probe.log")
+        comparison = None
+        if conversation is not None:
+            engine_tokens = next((p["tokens"] for p in probe if p.get("check") == "conversation"), None)
+            if engine_tokens is not None:
+                job = [[t.tick, t.text] for t in smoke[name].recording.tokens if t.channel == "a"]
+                comparison = compare_tokens(job, engine_tokens)
+                ok &= comparison["ok"]
+        ok &= not any(p.get("check") == "error" or "error" in p for p in probe)
+        gpu |= any(p.get("check") == "device" and p.get("device") not in ("cpu", "no torch here") for p in probe)
+        rows += engine_rows(name, probe, comparison)
+        (out / name).mkdir(parents=True, exist_ok=True)
+        (out / name / "probe.jsonl").write_text("\n".join(json.dumps(p) for p in probe) + "\n")
+    return rows, ok, gpu
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", action="append", help="config file(s), later ones overlay earlier (default config/config.yaml)")
@@ -140,7 +319,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partner", choices=["cascade", "scripted"], default="cascade")
     parser.add_argument("--out", default="results/gpu-check")
     parser.add_argument("--weights-only", action="store_true", help="only check that weights and code are in place")
+    parser.add_argument("--engines", action="store_true", help="also each engine on its weights (gpu-check.sh all): ms per "
+                        "tick per batch and mode, PersonaPlex's join, engine vs worker tokens under greedy decoding, "
+                        "MiniCPM-o's chunk compute, Raon's voice; one table at the end")
+    parser.add_argument("--batches", default="1,8,16,32")
+    parser.add_argument("--modes", default="eager,graph")
+    parser.add_argument("--ticks", type=int, default=30, help="timed ticks per batch size and mode")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--budget-s", type=float, default=600, help="the whole run's time; later steps are skipped past it")
+    parser.add_argument("--record", help="a markdown file whose gpu-check block gets the table (default: BENCHMARKS.md, "
+                        "when a GPU ran the engines)")
     args = parser.parse_args(argv)
+    deadline = time.monotonic() + args.budget_s
 
     from dyafdb.config import load_config
     from dyafdb.errors import InputError
@@ -174,10 +364,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if missing else 0
     out = Path(args.out)
     reports = []
+    smoke: dict[str, Any] = {}
+    compared: list[str] = []
+    if args.engines:  # the batched models' smoke doubles as the per-job side of the greedy comparison
+        from dyafdb.agents.engine.models import BATCHED_ADAPTERS
+
+        compared = [n for n in ready if models[n]["adapter"] in BATCHED_ADAPTERS]
+        config = greedy(config, compared)
     for name in ready:
         t0 = time.perf_counter()
+        if time.monotonic() > deadline - 30:
+            reports.append({"model": name, "ok": False, "error": "not run: past the run's time budget (--budget-s)"})
+            continue
         try:
-            result, lead_in = record_one(name, config, args.seconds, args.partner, out)
+            partner = "scripted" if name in compared else args.partner
+            result, lead_in = record_one(name, config, args.seconds, partner, out)
+            smoke[name] = result
             report = check(name, models[name], result, config, lead_in)
         except Exception as exc:  # a model that cannot run is a failed check, and the others still run
             report = {"model": name, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
@@ -190,11 +392,34 @@ def main(argv: list[str] | None = None) -> int:
             print(f"        step time {report['checks']['step_time']['ms_per_tick']} ms/tick; "
                   f"recording in {out / name / 'recording'}")
     out.mkdir(parents=True, exist_ok=True)
+    engines_ok = True
+    if args.engines:
+        rows = [[r["model"], f"adapter smoke (per-job worker, {args.seconds:g} s conversation)",
+                 ("PASS" if r["ok"] else "FAIL") + (f", {r['checks']['step_time']['ms_per_tick']} ms/tick" if "checks" in r
+                                                    else f": {r.get('error')}")] for r in reports]
+        for r in reports:
+            voice = (r.get("checks") or {}).get("voice_in_meta")
+            if voice:
+                rows.append([r["model"], "voice in meta.json (per-job)", f"{voice['meta']}"])
+        engine_rows_, engines_ok, on_gpu = run_engines(config, ready, smoke, args, deadline, out)
+        rows += engine_rows_
+        import subprocess
+
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        header = (f"`bash scripts/gpu-check.sh all` at {commit or 'unknown commit'}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+                  f"{'on a GPU' if on_gpu else 'without a GPU (CPU: not the GPU figures)'}; batches {args.batches}, modes "
+                  f"{args.modes}, {args.ticks} timed ticks each; engine vs per-job under greedy decoding")
+        table = format_table(rows, header)
+        print(table)
+        target = Path(args.record) if args.record else (ROOT / "BENCHMARKS.md" if on_gpu else None)
+        if target is not None and record_table(target, table):
+            print(f"recorded in {target}")
+        (out / "table.md").write_text(table + "\n")
     (out / "report.json").write_text(json.dumps({"missing": missing, "reports": reports}, indent=1))
     print(f"report: {out / 'report.json'}")
     if missing:
         return 2
-    return 0 if all(r["ok"] for r in reports) else 1
+    return 0 if all(r["ok"] for r in reports) and engines_ok else 1
 
 
 if __name__ == "__main__":

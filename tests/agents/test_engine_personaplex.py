@@ -189,3 +189,75 @@ def test_sessions_through_the_tick_batcher_match_the_engine_alone(model):
     for side in "ab":
         np.testing.assert_allclose(results["x"][side], alone[side]["audio"], rtol=0, atol=1e-4)
     assert not np.allclose(results["x"]["a"][: len(results["y"]["a"])], results["y"]["a"])
+
+
+def run_riding(model, capacity: int, joins: dict[str, int], steps: dict[str, int], pause: dict[str, set] | None = None) -> tuple[dict, dict]:
+    """Conversations that join (``begin_join``) at the global tick given and step ``steps[c]`` ticks once
+    their prompt phases are done, the prompt steps riding in the ticks of those already stepping.
+    Returns per conversation and side the tokens, audio and text, and per conversation the ticks its
+    join took and the batch sizes of the ticks it rode in."""
+    tok, voice = model[2], model[3]
+    engine = make_engine(model, capacity)
+    slots: dict[tuple[str, str], int] = {}
+    heard: dict[tuple[str, str], np.ndarray] = {}
+    done = {c: 0 for c in joins}
+    got = {c: {s: {"tokens": [], "audio": [], "text": []} for s in "ab"} for c in joins}
+    joined_at: dict[str, dict] = {c: {} for c in joins}
+    pause = pause or {}
+    try:
+        t = 0
+        while any(n < steps[c] for c, n in done.items()):
+            for c, at in joins.items():
+                if t == at:
+                    for s in "ab":
+                        slots[(c, s)] = engine.begin_join(seed_of(c, s), text_prompt_tokens=tok.encode(wrap_with_system_tags(ROLES[s])),
+                                                          voice=voice)
+                        heard[(c, s)] = np.zeros(1920, np.float32)
+            ready = [c for c in joins if t >= joins[c] and all(engine.prompt_done(slots[(c, s)]) for s in "ab")
+                     and done[c] < steps[c] and t not in pause.get(c, set())]
+            joining = [c for c in joins if t >= joins[c] and not all(engine.prompt_done(slots[(c, s)]) for s in "ab")]
+            frames = engine.step({slots[(c, s)]: heard[(c, s)] for c in ready for s in "ab"})
+            for c in joining:
+                joined_at[c].setdefault("ticks", 0)
+                joined_at[c]["ticks"] += 1
+                joined_at[c].setdefault("batches", []).append(2 * len(ready))
+            for c in ready:
+                for s in "ab":
+                    frame = frames[slots[(c, s)]]
+                    got[c][s]["audio"].append(frame.audio)
+                    got[c][s]["text"].extend(frame.text)
+                    got[c][s]["tokens"].append(engine.last_tokens[slots[(c, s)]])
+                heard[(c, "a")], heard[(c, "b")] = frames[slots[(c, "b")]].audio, frames[slots[(c, "a")]].audio
+                done[c] += 1
+                if done[c] == steps[c]:
+                    for s in "ab":
+                        engine.leave(slots[(c, s)])
+            t += 1
+            assert t < 1000
+    finally:
+        engine.close()
+    out = {c: {s: {"tokens": np.stack(v["tokens"]), "audio": np.concatenate(v["audio"]), "text": v["text"]}
+               for s, v in sides.items()} for c, sides in got.items()}
+    return out, joined_at
+
+
+def test_a_session_joining_mid_run_rides_along_and_gives_the_same_tokens(model):
+    """x joins while 5 conversations step (and one more joins right after it): its prompt steps ride in
+    their ticks, no tick runs its prompt without their frames, and its tokens are those of x recorded
+    alone with a blocking join; a later conversation reuses the slots of those that left."""
+    alone = run(model, 2, {"x": list(range(TICKS))})["x"]
+    # prompt phases here: 5 voice frames, 2 x 3 silent, 35-40 text tokens: about 51 ticks
+    joins = {**{f"c{i}": 0 for i in range(3)}, **{f"d{i}": 2 for i in range(2)}, "x": 60, "late1": 63, "late2": 130}
+    steps = {c: (TICKS if c in ("x", "late2") else 70) for c in joins}
+    riding, joined = run_riding(model, 16, joins, steps, pause={"x": {120, 121}})
+    for side in "ab":
+        np.testing.assert_array_equal(alone[side]["tokens"], riding["x"][side]["tokens"])
+        assert alone[side]["text"] == riding["x"][side]["text"]
+        np.testing.assert_allclose(alone[side]["audio"], riding["x"][side]["audio"], rtol=0, atol=1e-4)
+    # x's prompt took one tick per prompt LM step of its longer side, each tick also stepping the 10
+    # sessions already talking: a join delays them by no tick
+    voice_frames, silence = model[3].embeddings.shape[0], 2 * 3
+    text = max(len(model[2].encode(wrap_with_system_tags(ROLES[s]))) for s in "ab")
+    assert joined["x"]["ticks"] == voice_frames + silence + text
+    assert min(joined["x"]["batches"]) == 10
+    assert not np.array_equal(riding["c0"]["a"]["tokens"], riding["x"]["a"]["tokens"])

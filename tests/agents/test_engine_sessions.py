@@ -95,8 +95,10 @@ def test_minicpmo_engine_hosts_a_group_of_8_on_one_model_load(sockdir, minicpmo_
     assert [i["kv_at_first_prefill"] for i in infos] == [0] * 8, log
     assert {i["engine_model_state"] for i in infos if i["engine_session_number"] > 1} == {
         "reset as at load (set_mode STREAMING -> DUPLEX)"}
-    for r in results:  # each conversation ran whole, with MiniCPM-o's chunks (first three listen)
+    for r in results:  # each conversation ran whole, with MiniCPM-o's chunks (first three listen), timed
         assert r.ticks == 40 and r.agent_info["a"]["extra"]["duplex"]["force_listen_count"] == 3
+        assert len(r.agent_info["a"]["extra"]["chunk_compute_ms"]) >= 2
+        assert all(ms >= 10 for ms in r.agent_info["a"]["extra"]["chunk_compute_ms"])  # the stand-in's 10 ms generate
 
 
 def test_minicpmo_self_play_does_not_wait_for_itself(sockdir, minicpmo_params, monkeypatch):

@@ -269,8 +269,8 @@ class StandInMiniCPMOEngine:
                 return slot, info
 
             def close(self, slot):
-                super().close(slot)
-                return {"kv_at_first_prefill": getattr(self.agent, "last_kv_at_first_prefill", None),
+                report = super().close(slot)
+                return {**report, "kv_at_first_prefill": getattr(self.agent, "last_kv_at_first_prefill", None),
                         "standin_model_loads": UnifiedMiniCPMO.loads}
 
         return Engine(params, model_name, capacity)

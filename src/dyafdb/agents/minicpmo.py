@@ -65,6 +65,7 @@ import queue
 import string
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -409,9 +410,10 @@ class MiniCPMOAgent:
             if chunk is None or self._stop.is_set():
                 return
             try:
+                t0 = time.perf_counter()
                 with no_grad():
                     result = self._run_chunk(chunk)
-                self._deliver(chunk, result)
+                self._deliver(chunk, result, compute_ms=1000 * (time.perf_counter() - t0))
             except BaseException as exc:
                 with self._cond:
                     if not self._stop.is_set():
@@ -437,7 +439,7 @@ class MiniCPMOAgent:
             finalize()
         return result
 
-    def _deliver(self, chunk: Chunk, result: dict[str, Any]) -> None:
+    def _deliver(self, chunk: Chunk, result: dict[str, Any], compute_ms: float | None = None) -> None:
         audio = result.get("audio_waveform")
         if audio is not None:
             if hasattr(audio, "detach"):
@@ -448,7 +450,8 @@ class MiniCPMOAgent:
         event = {"chunk": chunk.index, "ticks": [chunk.first_tick, chunk.last_tick], "is_listen": bool(result.get("is_listen")),
                  "end_of_turn": bool(result.get("end_of_turn")), "text": text,
                  "audio_samples": 0 if audio is None else int(len(audio)),
-                 "delivered_tick": self.tick}  # when its audio can first play (compute lag shows here)
+                 "delivered_tick": self.tick,  # when its audio can first play (compute lag shows here)
+                 "compute_ms": None if compute_ms is None else round(compute_ms, 1)}  # prefill + generate + finalize
         print(f"minicpmo chunk {event}", file=sys.stderr, flush=True)
         with self._cond:
             self.events.append(event)
@@ -572,9 +575,11 @@ class MiniCPMOEngine:
         except AgentError as exc:  # a failed or stuck chunk: the model's state is unknown
             raise EngineFailure(str(exc)) from exc
 
-    def close(self, slot: int) -> None:
+    def close(self, slot: int) -> dict[str, Any]:
+        """Ends the session; its chunks' compute times go into meta.json (``extra.chunk_compute_ms``)."""
         self.agent.close()
         self._open = None
+        return {"chunk_compute_ms": [e["compute_ms"] for e in self.agent.events if e.get("compute_ms") is not None]}
 
     def shutdown(self) -> None:
         self.agent.close()

@@ -8,6 +8,11 @@ a frame for ``step_timeout_s`` is dropped: its slot is freed and its next call f
 
 A model step that raises leaves the model's state unknown, so the batcher fails every session it
 hosts and stops; the host process then exits, and the record jobs fail and rerun.
+
+A model whose sessions start with work of their own (PersonaPlex's prompt phase) says so with
+``ready(slot)`` and ``prompting()`` (and ``enable_ride_along``, called here): ``open`` returns once the slot is ready, and meanwhile every
+tick carries that work along (``step`` with the frames at hand, or with none when no session
+brings one), so a joining session costs the others no stalled ticks.
 """
 
 from __future__ import annotations
@@ -33,6 +38,11 @@ class BatchModel(Protocol):
     def step(self, heard: dict[int, np.ndarray]) -> dict[int, Frame]: ...
 
 
+def _model_prompting(model: object) -> bool:
+    prompting = getattr(model, "prompting", None)
+    return bool(prompting()) if callable(prompting) else False
+
+
 class TickBatcher:
     def __init__(self, model: BatchModel, max_wait_s: float = 0.01, step_timeout_s: float = 60.0):
         self.model = model
@@ -50,8 +60,12 @@ class TickBatcher:
         self._dropped: dict[int, str] = {}
         self.failure: str | None = None
         self.batch_sizes: list[int] = []
+        self.prompt_ticks = 0  # ticks that carried a joining session's prompt step and no frame
         self.sessions_opened = 0
         self._stop = False
+        enable = getattr(model, "enable_ride_along", None)
+        if callable(enable):  # this batcher ticks while a joining session's work is done (open waits for ready)
+            enable()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="dyafdb-engine-tick")
         self._thread.start()
 
@@ -60,6 +74,21 @@ class TickBatcher:
         self._check_alive()
         with self._model_lock:
             slot, info = self.model.open(session)
+        ready = getattr(self.model, "ready", None)
+        if callable(ready):  # its prompt phase rides in the ticks: wake the stepping thread, wait for it
+            with self._cond:
+                self._cond.notify_all()
+                while True:
+                    with self._model_lock:
+                        done = ready(slot)
+                    if done:
+                        break
+                    if self.failure is not None or self._stop:
+                        with self._model_lock:
+                            self.model.close(slot)
+                        self._check_alive()
+                        raise AgentError("engine stopped while the session joined")
+                    self._cond.wait(1.0)
         with self._cond:
             handle = self._next_handle
             self._next_handle += 1
@@ -110,6 +139,10 @@ class TickBatcher:
             raise AgentError(f"engine: slot {slot} holds no open session")
 
     # -- the stepping thread ----------------------------------------------------------------------
+    def _prompting(self) -> bool:
+        with self._model_lock:  # open() changes the model's sessions under this lock
+            return _model_prompting(self.model)
+
     def _drop_hung(self, now: float) -> list[int]:
         hung = [s for s, seen in self._open.items() if s not in self._pending and now - seen > self.step_timeout_s]
         for handle in hung:
@@ -121,13 +154,15 @@ class TickBatcher:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not self._pending and not self._stop:
+                while not self._pending and not self._stop and not self._prompting():
                     hung = self._drop_hung(time.monotonic())
                     if hung:
                         break
                     self._cond.wait(min(1.0, self.step_timeout_s))
                 if self._stop:
                     return
+                if not self._pending and self._open:  # a prompt step waits a moment for the others' frames
+                    self._cond.wait(self.max_wait_s)
                 deadline = time.monotonic() + self.max_wait_s
                 while self._pending and set(self._open) - set(self._pending):
                     left = deadline - time.monotonic()
@@ -140,7 +175,8 @@ class TickBatcher:
             for slot in hung:
                 with self._model_lock:
                     self.model.close(slot)
-            if not batch:
+            prompting = self._prompting()
+            if not batch and not prompting:
                 continue
             try:
                 with self._model_lock:
@@ -153,5 +189,8 @@ class TickBatcher:
                 return
             with self._cond:
                 self._results.update({h: f for h, f in frames.items() if h in self._open})
-                self.batch_sizes.append(len(batch))
+                if batch:
+                    self.batch_sizes.append(len(batch))
+                else:
+                    self.prompt_ticks += 1
                 self._cond.notify_all()

@@ -246,7 +246,10 @@ class BatchedMoshi:
             pcm = None
             if bool(generated.any()):
                 self.mimi.set_exec_mask(generated)
-                pcm = self.mimi.decode(tokens[:, 1:1 + AGENT_CODEBOOKS].clamp(min=0))
+                # Rows that do not decode this tick still run through the codebooks: give them code 0
+                # (a joining PersonaPlex slot's prompt step returns the initial token, one past the last code).
+                codes_out = torch.where(generated[:, None, None], tokens[:, 1:1 + AGENT_CODEBOOKS], 0)
+                pcm = self.mimi.decode(codes_out.clamp(min=0))
             all_tokens = tokens[:, :, 0].cpu().numpy()
             tokens_cpu = all_tokens[:, 0]
             gen_cpu = generated.cpu().numpy()

@@ -25,11 +25,15 @@ uses. This module re-states the fork's LMGen semantics on that state:
   with the initial tokens and PAD text provided) and then copies its saved token cache, whose values
   the still-provided future positions take. Then Mimi is reset for the conversation.
 
-A slot's prompt phase runs when it joins, with only that slot executing (exec mask): the other
-sessions keep their state and wait for it (the engine host holds the model lock during ``open``):
-on the tiny model a 57-step prompt stalls 8 sessions for 18-25 of their ticks
-(bench/bench_personaplex_prompt.py). Stepping it inside the shared ticks instead needs the tick
-batcher to keep the joining session's frames out until its prompt is done (not done).
+The prompt phase rides along (``begin_join``): a joining slot's prompt is a queue of actions, and
+every tick runs one prompt LM step of each joining slot in the same ``_execute`` as the stepping
+sessions' conversation step (per-slot provided tokens let prompt and conversation slots share one
+step; a voice frame's embedding replaces only its own row's input, :meth:`_mixed_forward`). When no
+session brings a frame, a tick runs the prompt steps alone (``step({})``). The tick batcher keeps
+the joining session's ``open`` waiting until its prompt is done (``prompt_done``), so a join costs
+the others one row more per tick, never a stall. Each slot's operations, and its random draws, are
+those of the blocking ``join`` (the prompt alone in its slot, as before; the bench's baseline), in
+the same order, so its tokens do not depend on which (tests/agents/test_engine_personaplex.py).
 From its first conversation frame on the slot steps in the shared batch.
 
 Reproducible per conversation as :mod:`dyafdb.agents.moshi.engine` states: each slot samples with
@@ -46,6 +50,7 @@ Not covered: ``.wav`` voice prompts (encoded through Mimi at prompt time; the re
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -77,6 +82,9 @@ class VoicePrompt:
 class _ForkSlot:
     calls: int = 0  # the fork's state.offset
     provided: dict[int, dict[int, int]] = field(default_factory=dict)  # position -> {stream: token}
+    # The prompt phase still to run: ("emb", embedding) voice frames, ("cache", saved cache), ("token", text).
+    prompt: deque = field(default_factory=deque)
+    prompt_steps: int = 0  # LM steps its prompt phase took
 
 
 class BatchedPersonaPlex(BatchedMoshi):
@@ -106,31 +114,53 @@ class BatchedPersonaPlex(BatchedMoshi):
         self._fork: dict[int, _ForkSlot] = {}
 
     # -- sessions ---------------------------------------------------------------------------------
+    def begin_join(self, seed: int, *, text_prompt_tokens: Sequence[int] = (), voice: VoicePrompt | None = None) -> int:
+        """Take a slot and queue the fork's prompt phase (``step_system_prompts``) to ride in the next ticks."""
+        slot = super().join(seed)
+        state = self._fork[slot] = _ForkSlot()
+        if voice is not None:
+            state.prompt.extend(("emb", embedding) for embedding in voice.embeddings)
+            state.prompt.append(("cache", voice.cache))
+        silence = [ZERO_TEXT_CODE] * self.audio_silence_frame_cnt
+        state.prompt.extend(("token", int(token)) for token in [*silence, *text_prompt_tokens, *silence])
+        return slot
+
     def join(self, seed: int, skip_first_frame: bool = False, *, text_prompt_tokens: Sequence[int] = (),
              voice: VoicePrompt | None = None) -> int:
-        """Take a slot and run the fork's prompt phase in it alone (``step_system_prompts``)."""
-        import torch
-
+        """Take a slot and run the fork's prompt phase in it alone, now (the others wait: a stall)."""
         if skip_first_frame:
             raise ValueError("PersonaPlex's loop encodes every frame (skip_first_frame is stock Moshi's)")
-        slot = super().join(seed)
-        self._fork[slot] = _ForkSlot()
-        with torch.no_grad():
-            if voice is not None:
-                for embedding in voice.embeddings:
-                    self._step_embeddings(slot, embedding)
-                self._copy_voice_cache(slot, voice.cache)
-            silence = [ZERO_TEXT_CODE] * self.audio_silence_frame_cnt
-            for token in [*silence, *text_prompt_tokens, *silence]:
-                self._prompt_step(slot, self.silence_tokens, int(token), self.sine_tokens)
-            mask = torch.zeros(self.capacity, dtype=torch.bool, device=self.device)
-            mask[slot] = True
-            self.mimi.reset_streaming(mask)
+        slot = self.begin_join(seed, text_prompt_tokens=text_prompt_tokens, voice=voice)
+        while not self.prompt_done(slot):
+            self.step({})
         return slot
+
+    def prompt_done(self, slot: int) -> bool:
+        state = self._fork.get(slot)
+        return state is None or not state.prompt
+
+    @property
+    def prompting(self) -> list[int]:
+        """Slots whose prompt phase has steps left."""
+        return sorted(slot for slot, state in self._fork.items() if state.prompt)
+
+    def prompt_steps(self, slot: int) -> int:
+        return self._fork[slot].prompt_steps
 
     def leave(self, slot: int) -> None:
         super().leave(slot)
         self._fork.pop(slot, None)
+
+    def step(self, heard: dict[int, np.ndarray]) -> dict[int, Frame]:
+        """The stepping slots' frames, with one prompt step of every joining slot in the same LM step."""
+        if heard:
+            return super().step(heard)
+        if self.prompting:
+            import torch
+
+            with torch.no_grad():
+                self._lm_step([], None)
+        return {}
 
     # -- the fork's bookkeeping -------------------------------------------------------------------
     def _register(self, slot: int, user: Sequence[int] | None, agent: Sequence[int] | None, text: int | None) -> None:
@@ -147,8 +177,48 @@ class BatchedPersonaPlex(BatchedMoshi):
         for k, token in writes:
             state.provided.setdefault(o + self.delays[k], {})[k] = token
 
+    def _advance_prompt(self, slot: int) -> Any:
+        """Run the joining slot's prompt actions up to its next LM step and register that step's tokens.
+
+        Returns the voice embedding that step feeds (``step_embeddings``), None for a token step
+        (``_step_text_prompt_core``), or False when no step is left. The priming call and the voice
+        cache copy take no LM step, as in the fork."""
+        state = self._fork[slot]
+        n = AUDIO_TOKENS_PER_STREAM
+        while state.prompt:
+            kind, value = state.prompt.popleft()
+            if kind == "cache":
+                self._copy_voice_cache(slot, value)
+                continue
+            if kind == "emb":  # the fork's step_embeddings: initial tokens and PAD text provided
+                init = self.initial
+                self._register(slot, init[1:1 + n], init[1 + n:1 + 2 * n], ZERO_TEXT_CODE)
+                if state.calls == 0:  # its priming call registers, then it registers again and steps
+                    state.calls = 1
+                    self._register(slot, init[1:1 + n], init[1 + n:1 + 2 * n], ZERO_TEXT_CODE)
+                return value
+            self._register(slot, self.sine_tokens, self.silence_tokens, value)  # user sine, agent silence
+            if state.calls == 0:  # the fork's first call only primes
+                state.calls = 1
+                continue
+            return None
+        return False
+
+    def _finish_prompts(self, slots: list[int]) -> None:
+        """Mimi is reset for the conversation once a slot's prompt phase is over."""
+        import torch
+
+        done = [slot for slot in slots if not self._fork[slot].prompt]
+        if done:
+            mask = torch.zeros(self.capacity, dtype=torch.bool, device=self.device)
+            mask[done] = True
+            self.mimi.reset_streaming(mask)
+
     def _execute(self, slots: list[int], embeddings: Any = None) -> Any:
-        """One moshi 0.2.13 step of ``slots`` (all past their priming call), provided tokens winning."""
+        """One moshi 0.2.13 step of ``slots`` (all past their priming call), provided tokens winning.
+
+        ``embeddings``: ``(rows [B, 1, dim], mask [B])``, the rows whose input is a voice frame's
+        saved embedding instead of their tokens' (the fork's ``graphed_embeddings``)."""
         import torch
 
         self._forced_mask_cpu.zero_()
@@ -167,50 +237,41 @@ class BatchedPersonaPlex(BatchedMoshi):
         if embeddings is None:
             tokens = self._run_lm(slots, lambda: self.lm_gen.step(self._no_input))
         else:
-            tokens = self._run_lm(slots, lambda: self._step_with_embeddings(embeddings))
+            tokens = self._run_lm(slots, lambda: self._step_mixed(*embeddings))
         for slot in slots:
             self._fork[slot].calls += 1
         return tokens
 
-    def _step_with_embeddings(self, embeddings: Any) -> Any:
-        """The fork's ``graphed_embeddings``: the transformer fed a saved embedding, not the tokens'."""
+    def _step_mixed(self, rows: Any, mask: Any) -> Any:
+        """One LM step in which the ``mask`` rows are fed a saved embedding (the fork's
+        ``graphed_embeddings``: transformer, out_norm and text head on it) and the others their tokens'
+        embeddings (``forward_text``), so a voice frame of a joining slot rides in a shared tick."""
         lm, state = self.lm, self.lm_gen._streaming_state
         original = state.graphed_main
 
-        def forward_embeddings(*_: Any) -> tuple[Any, Any]:
-            out = lm.transformer(embeddings)
+        def forward_mixed(sequence: Any, sum_condition: Any = None, cross_attention_src: Any = None) -> tuple[Any, Any]:
+            import torch
+
+            x = None
+            for cb in range(lm.num_audio_codebooks):
+                emb = lm.emb[cb](sequence[:, cb + lm.audio_offset])
+                x = emb if x is None else x + emb
+            text = lm.text_emb(sequence[:, 0])
+            x = text if x is None else x + text
+            if sum_condition is not None:
+                x = x + sum_condition.to(x)
+            x = torch.where(mask.view(-1, 1, 1), rows.to(x.dtype), x)
+            out = lm.transformer(x, cross_attention_src=cross_attention_src) if cross_attention_src is not None \
+                else lm.transformer(x)
             if lm.out_norm:
                 out = lm.out_norm(out)
             return out, lm.text_linear(out)[:, None]
 
-        state.graphed_main = forward_embeddings
+        state.graphed_main = forward_mixed
         try:
             return self.lm_gen.step(self._no_input)
         finally:
             state.graphed_main = original
-
-    def _prompt_step(self, slot: int, agent: Sequence[int], text: int, user: Sequence[int]) -> None:
-        self._register(slot, user, agent, text)
-        if self._fork[slot].calls == 0:  # the fork's first call only primes
-            self._fork[slot].calls = 1
-            return
-        self._execute([slot])
-
-    def _step_embeddings(self, slot: int, embedding: Any) -> None:
-        """The fork's step_embeddings: initial tokens and PAD text provided, the embedding fed (one slot)."""
-        import torch
-
-        init = self.initial
-        n = AUDIO_TOKENS_PER_STREAM
-        while True:  # as the fork: a priming call registers, then the loop registers again and steps
-            self._register(slot, init[1:1 + n], init[1 + n:1 + 2 * n], ZERO_TEXT_CODE)
-            if self._fork[slot].calls == 0:
-                self._fork[slot].calls = 1
-                continue
-            break
-        rows = torch.zeros(self.capacity, *embedding.shape[1:], dtype=embedding.dtype, device=self.device)
-        rows[slot] = embedding[0]
-        self._execute([slot], embeddings=rows)
 
     def _copy_voice_cache(self, slot: int, saved: Any) -> None:
         """``state.cache.copy_(voice_prompt_cache)`` for one slot, position by position.
@@ -230,35 +291,64 @@ class BatchedPersonaPlex(BatchedMoshi):
 
     # -- the conversation -------------------------------------------------------------------------
     def _lm_step(self, slots: list[int], codes: Any) -> Any:
-        """The heard frame's codes are the user stream's provided tokens (the fork's ``input_tokens``)."""
+        """The heard frame's codes are the user stream's provided tokens (the fork's ``input_tokens``);
+        joining slots take one prompt step each in the same LM step."""
         import torch
 
-        if codes.shape[1] < AUDIO_TOKENS_PER_STREAM:
-            raise AgentError(f"Mimi gives {codes.shape[1]} codebooks, PersonaPlex's user stream needs {AUDIO_TOKENS_PER_STREAM}")
-        user = codes[:, :AUDIO_TOKENS_PER_STREAM, 0].cpu().tolist()
         executing = []
-        for slot in slots:
-            self._register(slot, user[slot], None, None)
-            if self._fork[slot].calls == 0:
-                self._fork[slot].calls = 1
-            else:
-                executing.append(slot)
+        if slots:
+            if codes.shape[1] < AUDIO_TOKENS_PER_STREAM:
+                raise AgentError(f"Mimi gives {codes.shape[1]} codebooks, PersonaPlex's user stream needs {AUDIO_TOKENS_PER_STREAM}")
+            user = codes[:, :AUDIO_TOKENS_PER_STREAM, 0].cpu().tolist()
+            for slot in slots:
+                if self._fork[slot].prompt:
+                    raise AgentError(f"engine: slot {slot} stepped before its prompt phase ended")
+                self._register(slot, user[slot], None, None)
+                if self._fork[slot].calls == 0:
+                    self._fork[slot].calls = 1
+                else:
+                    executing.append(slot)
+        joining = self.prompting
+        embedded: dict[int, Any] = {}
+        for slot in joining:
+            got = self._advance_prompt(slot)
+            if got is False:
+                continue
+            if got is not None:
+                embedded[slot] = got
+            executing.append(slot)
+            self._fork[slot].prompt_steps += 1
         if not executing:
-            return torch.full((self.capacity, 1 + self.dep_q, 1), -1, dtype=torch.long, device=self.device)
-        return self._execute(executing)
+            tokens = torch.full((self.capacity, 1 + self.dep_q, 1), -1, dtype=torch.long, device=self.device)
+        elif embedded:
+            first = next(iter(embedded.values()))
+            rows = torch.zeros(self.capacity, *first.shape[1:], dtype=first.dtype, device=self.device)
+            mask = torch.zeros(self.capacity, dtype=torch.bool, device=self.device)
+            for slot, embedding in embedded.items():
+                rows[slot], mask[slot] = embedding[0], True
+            tokens = self._execute(sorted(executing), embeddings=(rows, mask))
+        else:
+            tokens = self._execute(sorted(executing))
+        if joining:
+            self._finish_prompts(joining)
+        return tokens
 
 
 class PersonaPlexSessions:
     """PersonaPlex sessions on a loaded :class:`BatchedPersonaPlex` (the engine host's ``BatchModel``).
 
     Per session as the ``personaplex`` adapter: the role text wrapped in ``<system>`` tags as the text
-    prompt (an empty prompt: an empty text phase), the model's voice, seeded from the session. The
-    host calls ``open`` under its model lock, so a joining session's prompt phase runs while the
-    others wait between ticks.
+    prompt (an empty prompt: an empty text phase), the model's voice, seeded from the session. With
+    ``ride_along`` ``open`` only queues the prompt phase; the tick batcher (which turns it on:
+    ``enable_ride_along``) runs it in its ticks and returns from ``open`` when ``ready``. Without (a
+    caller stepping the model itself), ``open`` runs it at once while the others wait (the stall the
+    bench compares with).
     """
 
     def __init__(self, batched: BatchedPersonaPlex, voice: VoicePrompt | None, voice_name: str,
-                 model_name: str = "personaplex", sampling: dict[str, Any] | None = None, extra: dict[str, Any] | None = None):
+                 model_name: str = "personaplex", sampling: dict[str, Any] | None = None, extra: dict[str, Any] | None = None,
+                 ride_along: bool = False):
+        self.ride_along = ride_along
         self.batched, self.voice, self.voice_name = batched, voice, voice_name
         self.model_name, self.capacity = model_name, batched.capacity
         self.sampling = dict(sampling or batched.sampling)
@@ -270,13 +360,26 @@ class PersonaPlexSessions:
 
         prompt = session.prompt.strip()
         tokens = list(self.batched.tokenizer.encode(wrap_with_system_tags(prompt))) if prompt else []
-        slot = self.batched.join(session.seed, text_prompt_tokens=tokens, voice=self.voice)
+        join = self.batched.begin_join if self.ride_along else self.batched.join
+        slot = join(session.seed, text_prompt_tokens=tokens, voice=self.voice)
         return slot, AgentInfo(
             adapter="personaplex", adapter_version=__version__, model=self.model_name, voice=self.voice_name,
             sampling=self.sampling,
             extra={**self.extra, "seed": session.seed, "device": str(self.batched.device), "engine": True,
                    "engine_capacity": self.capacity, "text_prompt_tokens": len(tokens),
+                   "prompt_phase": "rides in the batched ticks" if self.ride_along else "alone, before the next tick",
                    "system_prompt": "<system> role text <system> + voice prompt"})
+
+    def enable_ride_along(self) -> None:
+        """Called by a stepper that keeps ticking while ``open`` waits for ``ready`` (the tick batcher)."""
+        self.ride_along = True
+
+    def ready(self, slot: int) -> bool:
+        """Its prompt phase is over: the session may step."""
+        return self.batched.prompt_done(slot)
+
+    def prompting(self) -> bool:
+        return bool(self.batched.prompting)
 
     def close(self, slot: int) -> None:
         self.batched.leave(slot)
