@@ -75,9 +75,9 @@ def onsets(audio: np.ndarray) -> list[float]:
 def seat_config(root: Path) -> dict:
     config = {
         "scenarios_dir": str(REPO / "scenarios"), "results_dir": "results", "demo_quality": True,
-        "models": {"you": {"adapter": "person", "label": "Person"},
+        "models": {"human": {"adapter": "person", "label": "Human"},
                    "cpu_eager": {"adapter": "cascade", "label": "CPU eager", "params": {"variant": "eager"}}},
-        "suites": {"seat": {"models": ["you", "cpu_eager"], "archetypes": ["T1-1"], "scenarios_per_archetype": 1,
+        "suites": {"seat": {"models": ["human", "cpu_eager"], "archetypes": ["T1-1"], "scenarios_per_archetype": 1,
                             "repetitions": 1, "window_s": 20, "cross_play_only": True}},
         "bridge": {"lead_in_s": 1.5},
         "judge": {"judges": {"main": {"backend": "openai", "model": "fake-main", "api_key_env": None}},
@@ -138,7 +138,7 @@ def test_a_person_talks_to_the_cpu_agent_in_the_browser(tmp_path):
     wav = root / "person.wav"
     wav_onsets = write_person_wav(wav)
     assert len(wav_onsets) == len(LINES)
-    row = next(r for r in seat_rows(config, root) if r.model_a == "you" and r.opener == "a")  # the person opens
+    row = next(r for r in seat_rows(config, root) if r.model_a == "human" and r.opener == "a")  # the person opens
     proc, url = start_seat(root)
     try:
         with playwright_api.sync_playwright() as p:
@@ -207,6 +207,8 @@ def test_a_person_talks_to_the_cpu_agent_in_the_browser(tmp_path):
     paths = score_conversation(config, root, row.conversation_id)
     segments = json.loads(Path(paths.segments).read_text())
     assert segments and Path(paths.measures).exists()
+    transcript = Path(paths.transcript_txt).read_text().lower()  # what the judge reads: the person's words kept
+    assert "coffee" in transcript or "sunday" in transcript, transcript
     answers = judge_one(config, root, row)
     assert answers and all(a["valid"] and a["conversation_id"] == row.conversation_id for a in answers)
     summary = build_site(config, root, ids=[row.conversation_id])
