@@ -25,7 +25,7 @@
 # 3. `all`: every adapter and every engine on the real weights, in one run of at most 10 minutes on one
 #    H200 (--budget-s 600; later steps are skipped, and say so, past it), ending with one table:
 #    - the smoke test above for each model (Moshi and PersonaPlex greedy, against a scripted partner);
-#    - each model's engine, in the environment its engine runs in (src/dyafdb/agents/engine/probe.py):
+#    - each model's engine, in the environment its engine runs in (scripts/gpu_probe.py):
 #      Moshi and PersonaPlex ms per tick at batch 1/8/16/32, eager and with CUDA graphs; PersonaPlex's
 #      join with the released voice (alone, and riding in 8 sessions' ticks); the smoke conversation
 #      again through the engine at batch 1, its text tokens compared with the worker's (greedy: equal);

@@ -143,7 +143,7 @@ def record_one(name: str, config: dict[str, Any], seconds: float, partner: str, 
 
 
 # -- engines on real weights (gpu-check.sh all) --------------------------------------------------------
-PROBE_MODULE = "dyafdb.agents.engine.probe"
+PROBE = ROOT / "scripts" / "gpu_probe.py"
 TABLE_BEGIN, TABLE_END = "<!-- gpu-check: begin (scripts/gpu-check.sh all writes this block on a GPU) -->", "<!-- gpu-check: end -->"
 
 
@@ -164,7 +164,8 @@ def probe_argv(name: str, spec: dict[str, Any], sizes: dict[str, Any], conversat
     from dyafdb.agents.engine.launch import HOST_MODULE, host_command
 
     argv = host_command({**spec, "engine": spec.get("engine") or {}})
-    argv[argv.index(HOST_MODULE)] = PROBE_MODULE
+    at = argv.index(HOST_MODULE)
+    argv[at - 1:at + 1] = [str(PROBE)]  # `-m <host module>` -> the probe script, same interpreter and environment
     argv += ["--adapter", spec["adapter"], "--model", name, "--params", json.dumps(spec.get("params") or {}),
              "--batches", sizes["batches"], "--modes", sizes["modes"], "--ticks", str(sizes["ticks"]),
              "--warmup", str(sizes["warmup"]), "--seconds", str(sizes["seconds"])]

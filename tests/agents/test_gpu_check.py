@@ -116,7 +116,9 @@ def test_the_probe_times_joins_and_sessions_of_every_engine(tmp_path, monkeypatc
     from test_engine_personaplex_load import tiny_kwargs, write_fork_checkpoint
     from test_engine_personaplex_load import params as pp_params
 
-    from dyafdb.agents.engine import probe
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import gpu_probe as probe
+
     from dyafdb.agents.engine.models import make_engine
     from dyafdb.agents.moshi import personaplex_load as load
 

@@ -1,7 +1,9 @@
-"""Time an engine on its real model, in the model's own environment: ``python -m dyafdb.agents.engine.probe``.
+"""Time an engine on its real model, in the model's own environment: ``python scripts/gpu_probe.py``.
 
 scripts/gpu-check.sh (``all``) runs this once per engine model, in the environment its engine runs in
-(``engine.command``, or the worker's), and reads the JSON lines it prints:
+(``engine.command``, or the worker's, with this script in place of the engine host module), and reads
+the JSON lines it prints. A script, not a module of the package: it records a conversation through
+the bridge (the record stage), which the agents stage may not import.
 
 * batched engines (Moshi, PersonaPlex): ``{"check": "tick", "mode": "eager"|"graph", "batch": B,
   "ms_median", "ms_p90"}`` for each batch size, the loaded model rebuilt into a batch of that many
