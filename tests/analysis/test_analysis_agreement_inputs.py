@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from conftest import scripted_config, write_suite
-from dyafdb.analysis.workflow import AnalysisPlan
+from dyafdb.analysis.inputs import AnalysisInputs
 from dyafdb.config import validate_config
 from dyafdb.suite.design import build_design
 
 
-def _plan(tmp_path, **analysis) -> AnalysisPlan:
+def _plan(tmp_path, **analysis) -> AnalysisInputs:
     write_suite(tmp_path, archetypes=("T2",))
     cfg = scripted_config()
     cfg["suites"]["t"]["archetypes"] = ["T2"]
     cfg["scenarios_dir"] = str(tmp_path / "scenarios")
     cfg["analysis"] = analysis
     cfg = validate_config(cfg, "test")
-    return AnalysisPlan(cfg, {r.conversation_id: r for r in build_design(cfg)}, "results")
+    return AnalysisInputs(cfg, {r.conversation_id: r for r in build_design(cfg)}, "results")
 
 
 def test_the_annotation_key_is_an_input_when_it_exists(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from conftest import REPO, TEST_PATH, TESTS_DIR, scripted_config, write_suite
-from dyafdb.analysis.workflow import AnalysisPlan
+from dyafdb.analysis.inputs import AnalysisInputs
 from dyafdb.config import validate_config
 from dyafdb.suite.design import build_design
 from stub_chat_server import StubChat
@@ -28,7 +28,7 @@ def _plan(tmp_path, archetypes=("T1-1", "T2", "T4-2"), **extra):
     cfg.update(extra)
     cfg = validate_config(cfg, "test")
     conversations = {r.conversation_id: r for r in build_design(cfg)}
-    return AnalysisPlan(cfg, conversations, "results"), conversations
+    return AnalysisInputs(cfg, conversations, "results"), conversations
 
 
 def test_a_runs_job_reads_only_its_archetype(tmp_path):

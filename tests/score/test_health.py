@@ -229,11 +229,11 @@ def test_a_missing_whisper_names_the_fix_including_health_asr(tmp_path):
 
 def test_a_health_or_whisper_setting_change_rescores(tmp_path):
     from dyafdb.config import validate_config
-    from dyafdb.score.inputs import ScoringPlan
+    from dyafdb.score.inputs import ScoringInputs
     from scoring_fixtures import write_project
 
     config = write_project(tmp_path, ["T1-1"])
-    settings = lambda extra: ScoringPlan(validate_config({**config, **extra}, "c"), {}, "results").score_settings  # noqa: E731
+    settings = lambda extra: ScoringInputs(validate_config({**config, **extra}, "c"), {}, "results").score_settings  # noqa: E731
     base = settings({})
     assert settings({"health": {"echo_threshold": 0.9}}) != base
     assert settings({"garble": {"model": "/elsewhere"}}) != base

@@ -19,7 +19,7 @@ import yaml
 
 from conftest import REPO, scripted_config, write_suite
 from dyafdb.analysis.figures import read_notes
-from dyafdb.analysis.workflow import AnalysisPlan
+from dyafdb.analysis.inputs import AnalysisInputs
 from dyafdb.config import validate_config
 from dyafdb.suite.design import build_design
 from stub_chat_server import StubChat
@@ -100,7 +100,7 @@ def test_a_partial_suite_runs_the_whole_workflow_and_says_what_is_empty(tmp_path
     assert set(profiles["model"]) == set(case["models"])
     assert not [p for p in (results / "logs").rglob("*.log") if "Traceback" in p.read_text(errors="replace")]
 
-    plan = AnalysisPlan(config, {r.conversation_id: r for r in rows}, "results")
+    plan = AnalysisInputs(config, {r.conversation_id: r for r in rows}, "results")
     report = (results / "analysis" / "report.html").read_text()
     tables, figures = _sections(report, "t"), _sections(report, "f")
     # Nothing silently left out: every planned table and figure has its section, even an empty one.

@@ -4,9 +4,9 @@
 # `snakemake --report report.html` builds Snakemake's report from the same outputs and captions.
 from dyafdb.analysis.memory import declared_mem_mb
 from dyafdb.analysis.registry import TableSpec
-from dyafdb.analysis.workflow import AnalysisPlan
+from dyafdb.analysis.inputs import AnalysisInputs
 
-ANALYSIS_PLAN = AnalysisPlan(config, CONVERSATIONS, RESULTS)
+ANALYSIS_PLAN = AnalysisInputs(config, CONVERSATIONS, RESULTS)
 ALL_RUNS = ANALYSIS_PLAN.all_runs
 MAIN_RUNS = ANALYSIS_PLAN.runs_of(ANALYSIS_PLAN.main_tasks)
 
@@ -162,7 +162,7 @@ rule analysis_report:
         tables=ANALYSIS_PLAN.tables_html(),
         figures=ANALYSIS_PLAN.figures_png(),
         others=ANALYSIS_PLAN.figures_other(),
-        captions=AnalysisPlan.captions(workflow.basedir),
+        captions=AnalysisInputs.captions(workflow.basedir),
         versions=R.analysis_file("versions.tsv"),
         config=R.analysis_file("config.yaml"),
     output:

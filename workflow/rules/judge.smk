@@ -2,9 +2,9 @@
 # judge.prompts_dir reruns only that question's jobs (and what reads them); replies are cached on
 # disk, so a batch rerun because one transcript changed asks only about that conversation.
 
-from dyafdb.judge.inputs import JudgePlan
+from dyafdb.judge.inputs import JudgeInputs
 
-JUDGING = JudgePlan(config, CONVERSATIONS, RESULTS)
+JUDGING = JudgeInputs(config, CONVERSATIONS, RESULTS)
 
 
 rule judge:

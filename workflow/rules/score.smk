@@ -2,10 +2,10 @@
 # job) that writes each stage's own file: VAD segments, the anonymised transcript, and the
 # turn-taking / occupancy / leak measures. Each stage also runs alone: dyafdb score segments | transcript | mechanical.
 from dyafdb.paths import CONVERSATION_IN_SHARD, SHARD_PATTERN
-from dyafdb.score.inputs import ScoringPlan
+from dyafdb.score.inputs import ScoringInputs
 from dyafdb.score.pool import POOL_ENV, pool_setting
 
-SCORING = ScoringPlan(config, CONVERSATIONS, RESULTS)
+SCORING = ScoringInputs(config, CONVERSATIONS, RESULTS)
 # Score jobs hand their conversation to scoring processes that serve several in turn (imports and
 # audio-health models loaded once per process, not per job; dyafdb.score.pool). Through the
 # environment, like the config files: neither the shell command nor the params change, so no job reruns.

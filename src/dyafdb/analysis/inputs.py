@@ -12,17 +12,17 @@ from typing import Any, Mapping
 
 from dyafdb.analysis import columns as C
 from dyafdb.analysis import registry
-from dyafdb.judge.inputs import JudgePlan
+from dyafdb.judge.inputs import JudgeInputs
 from dyafdb.paths import Results
 
 
-class AnalysisPlan:
+class AnalysisInputs:
     def __init__(self, config: Mapping[str, Any], conversations: Mapping[str, Any], results: str):
         self.config = config
         self.results = Results(results)
         self.root = self.results.analysis
         self.section = config["analysis"]  # validated: the schema filled its defaults
-        self.judging = JudgePlan(config, conversations, results)
+        self.judging = JudgeInputs(config, conversations, results)
         self.judges = self.judging.judges
         self.by_archetype: dict[str, list[str]] = {}
         for cid in sorted(conversations):

@@ -13,7 +13,7 @@ from dyafdb.judge.settings import judge_settings
 from dyafdb.paths import Results
 
 
-class JudgePlan:
+class JudgeInputs:
     def __init__(self, config: Mapping[str, Any], conversations: Mapping[str, Any], results: str):
         self.config = config
         self.results = Results(results)

@@ -13,7 +13,7 @@ from dyafdb.paths import Results
 from dyafdb.score.transcript import identifying_names
 
 
-class ScoringPlan:
+class ScoringInputs:
     def __init__(self, config: Mapping[str, Any], conversations: Mapping[str, Any], results: str):
         self.config = config
         self.results = Results(results)

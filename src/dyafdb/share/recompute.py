@@ -2,7 +2,7 @@
 bundle's numbers with, and what `dyafdb bundle --model` writes for a subset of a run.
 
 The same product functions as the workflow's rules (dyafdb.analysis.products, each table by its
-@table declaration through AnalysisPlan), fed per-archetype runs tables built from the measures
+@table declaration through AnalysisInputs), fed per-archetype runs tables built from the measures
 rows as the workflow's analysis_runs rule builds them from the score and judge outputs: the rows
 are the same (dyafdb.measures.table.table_rows writes both), so the tables are byte for byte the
 workflow's.
@@ -20,7 +20,7 @@ from dyafdb.analysis.io import read_measures, write_tsv
 from dyafdb.analysis.products import compute_product
 from dyafdb.analysis.runs import build_runs, resolve_judges
 from dyafdb.analysis.settings import from_config
-from dyafdb.analysis.workflow import AnalysisPlan
+from dyafdb.analysis.inputs import AnalysisInputs
 from dyafdb.paths import Results
 
 # Tables the recomputation leaves out, and why: they read more than the measures table.
@@ -33,13 +33,13 @@ def recompute_tables(config: Mapping[str, Any], root: Path, measures_path: Path 
                      conversations: Mapping[str, Any]) -> list[str]:
     """Every table the analysis writes (TSV and HTML) under ``out``, from ``measures_path``; the stems written.
 
-    ``conversations`` maps id -> design row (archetype, scenario) of the run, as AnalysisPlan takes it.
+    ``conversations`` maps id -> design row (archetype, scenario) of the run, as AnalysisInputs takes it.
     Without ``measures_path`` the per-run tables are built as the workflow's analysis_runs rule builds
     them (`dyafdb analysis runs --archetype`: the score and judge outputs, and the bundles the config
     merges), so a run with bundles can be checked against a run that recorded everything."""
     config = dict(config)
     settings = from_config(config, root)
-    plan = AnalysisPlan(config, conversations, out.root)
+    plan = AnalysisInputs(config, conversations, out.root)
     measures = read_measures(measures_path) if measures_path is not None else None
     for task in plan.tasks:
         path = Path(out.analysis_runs(task))
