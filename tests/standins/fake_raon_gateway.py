@@ -58,6 +58,11 @@ devyoongu/Raon-Speech @ afec411 (the upstream repository is not public in the st
 * ``gateway/server.py`` ``_ws_chat_impl`` + ``router`` ``reserve``: a session beyond the workers'
   capacity (``--max-sessions-per-gpu``, ``FD_MAX_SESSIONS_PER_GPU``, default 2) gets ERROR
   ``no workers available`` and the socket closes, without READY.
+* ``worker/engine.py`` ``RaonEngine`` + ``worker/session.py`` ``SessionState``: each session keeps
+  its own state (here: its speak-first flag, sampling, speaker, tick, idle clock and error streak per
+  WebSocket) while the worker's default speaker is made once at start and shared (``worker_start``
+  is logged once per process: one model load, however many sessions). This is what the Raon engine
+  (``dyafdb.agents.raon.RaonEngine``) relies on when it hosts many record jobs' sessions on one gateway.
 * ``gateway/proxy.py`` ``SessionProxy._keepalive``: PING with an empty payload every
   ``ping_interval`` (30 s), close when no PONG arrived within ``ping_timeout`` (15 s); the PONG's
   payload is not checked; a client PING gets an empty PONG; client CLOSE just ends the session (no
