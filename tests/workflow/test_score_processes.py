@@ -67,3 +67,17 @@ def test_score_jobs_share_processes_with_the_same_measures(tmp_path):
     processes = {m.group(1) for m in served}
     assert len(processes) <= 2 and max(int(m.group(2)) for m in served) >= 4, [m.group(0) for m in served]
     assert all(int(m.group(3)) == 32 for m in served)  # the schema's default
+
+
+def test_the_plan_counts_score_processes_and_model_loads():
+    from dyafdb.suite.plan import format_processes, process_counts
+
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    rows = build_design(validate_config(cfg, "config.yaml"), REPO)
+    counts = process_counts(validate_config(cfg, "config.yaml"), rows)
+    assert counts["score"]["jobs"] == len(rows) == 7560
+    assert counts["score"]["processes"] == 237 and counts["score"]["model_loads"] == 2 * 237  # DNSMOS + Whisper each
+    alone = process_counts(validate_config({**cfg, "score": {"conversations_per_process": 1}, "health": {"asr": False}}, "c"), rows)
+    assert alone["score"]["processes"] == 7560 and alone["score"]["model_loads"] == 7560
+    assert counts["record"]["model_loads"] == 2 * 7560
+    assert "score 7,560 jobs in 237 processes" in "\n".join(format_processes(counts))

@@ -13,8 +13,9 @@ job: a new run, with whatever config or code it has, never reaches an earlier ru
 for its whole request, so each process scores one conversation at a time and there are at most as
 many processes as jobs running at once; it starts the slot's process when none listens. A process
 leaves after ``conversations_per_process`` conversations (so memory cannot creep) or when idle
-(under the slot's lock, so no job is left waiting on it). On SLURM the group of score jobs in one
-SLURM job (profiles/slurm: ``group-components``) shares its node's processes; the job's end stops them.
+(under the slot's lock, so no job is left waiting on it). Not on SLURM's job steps: the jobstep
+executor runs each job of a group as an `srun` step of its own, whose processes SLURM stops when the
+job's command ends, so there each job scores in its own process, as before (see :func:`_setting`).
 
 A job that cannot reach a process (no room for the socket, a process that fails to start or dies
 mid-conversation) says so; one that cannot start one scores in its own process as before.
@@ -48,12 +49,18 @@ _SOCKET_MAX = 100  # AF_UNIX paths are limited to ~107 bytes
 
 
 def _setting() -> tuple[int, str]:
-    value = os.environ.get(POOL_ENV) or ""
-    count, _, run = value.partition(":")
+    count, _, rest = (os.environ.get(POOL_ENV) or "").partition(":")
+    run, _, step = rest.partition(":")
     try:
-        return max(1, int(count)), run
+        wanted = max(1, int(count))
     except ValueError:
         return 1, ""
+    # SLURM's jobstep executor runs each job of a group as its own `srun` step, and SLURM ends a
+    # step's processes with it: a process started by a job would not outlive the job. There every job
+    # scores in its own process (a job in the workflow's own step, as under salloc, still shares).
+    if os.environ.get("SLURM_STEP_ID", "") != step:
+        return 1, run
+    return wanted, run
 
 
 def per_process() -> int:
@@ -62,9 +69,9 @@ def per_process() -> int:
 
 
 def pool_setting(conversations: int) -> str:
-    """:data:`POOL_ENV`'s value for one workflow process: the count and a name of its own, so that a
-    new run (or an edited config or checkout) never reaches an earlier run's processes."""
-    return f"{conversations}:{uuid.uuid4().hex[:16]}"
+    """:data:`POOL_ENV`'s value for one workflow process: the count, a name of its own (a new run,
+    or an edited config or checkout, never reaches an earlier run's processes) and its SLURM step."""
+    return f"{conversations}:{uuid.uuid4().hex[:16]}:{os.environ.get('SLURM_STEP_ID', '')}"
 
 
 def pool_dir() -> Path:

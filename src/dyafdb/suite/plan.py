@@ -225,12 +225,46 @@ def plan_run(config: Mapping[str, Any], rows: Sequence[Conversation], judges: Se
                     "prompt_models": [m for m in batched if config["models"][m].get("adapter") in set(prompt_adapters)],
                     "session_models": {m: {"at_once": own[m][0], "per_load": own[m][1]} for m in sorted(own) if m in per_engine},
                     "gpu_hours_by_model": per_engine},
+        "processes": process_counts(config, rows),
         "disk_gb": {"recordings": recording_bytes / 1e9, "results": results_bytes / 1e9,
                     "total": (recording_bytes + results_bytes) / 1e9},
         "judges": judge_rows,
         "judge_calls": sum(j["calls"] for j in judge_rows),
         "judge_cost_usd": None if any(c is None for c in costs) else sum(costs),
     }
+
+
+def process_counts(config: Mapping[str, Any], rows: Sequence[Conversation]) -> dict[str, Any]:
+    """Processes and model loads of the record and score jobs as the workflow runs them.
+
+    A record job is one process, plus one worker process per side unless ``bridge.in_process``; each
+    side loads its model (at batch 1: engines load once per group of sessions, counted above). Score
+    jobs share processes (``score.conversations_per_process``, dyafdb.score.pool): each process loads
+    DNSMOS and, with ``health.asr``, Whisper once. That is the fewest; jobs running side by side each
+    fill a process of their own, and on SLURM's job steps every score job is its own process.
+    """
+    n = len(rows)
+    in_process = bool(config["bridge"]["in_process"])
+    per_process = int(config["score"]["conversations_per_process"])
+    score_processes = -(-n // per_process)
+    score_models = 1 + bool(config["health"]["asr"])
+    return {
+        "record": {"jobs": n, "processes": n * (1 if in_process else 3), "model_loads": 2 * n, "in_process": in_process},
+        "score": {"jobs": n, "conversations_per_process": per_process, "processes": score_processes,
+                  "model_loads": score_processes * score_models, "processes_one_per_job": n,
+                  "model_loads_one_per_job": n * score_models, "models_per_process": score_models},
+    }
+
+
+def format_processes(counts: Mapping[str, Any]) -> list[str]:
+    rec, sc = counts["record"], counts["score"]
+    workers = "agents in the job's process" if rec["in_process"] else "a job and a model worker per side"
+    return [f"  processes: record {rec['jobs']:,} jobs, {rec['processes']:,} processes ({workers}), "
+            f"{rec['model_loads']:,} model loads at batch 1",
+            f"    score {sc['jobs']:,} jobs in {sc['processes']:,} processes ({sc['conversations_per_process']} "
+            f"conversations each, score.conversations_per_process), {sc['model_loads']:,} model loads "
+            f"({sc['models_per_process']} per process); one process per job on SLURM job steps: "
+            f"{sc['processes_one_per_job']:,} processes, {sc['model_loads_one_per_job']:,} loads"]
 
 
 def format_plan(plan: Mapping[str, Any]) -> str:
@@ -256,6 +290,7 @@ def format_plan(plan: Mapping[str, Any]) -> str:
     if per["batch_1"] is not None:
         lines.append(f"  GPU-hours per dialogue hour: {per['batch_1']:.2f} at batch 1, {per['engines']:.2f} with engines; "
                      f"the paper's {per['paper']:.1f} (two GPUs per conversation, near real time)")
+    lines += format_processes(plan["processes"])
     for name, suite in plan["suites"].items():
         lines.append(f"  suite {name} ({suite['window_s']:g} s window): {suite['conversations']:,} conversations, "
                      f"{suite['audio_hours']:,.1f} audio h, {suite['gpu_hours']:,.1f} GPU-h")
