@@ -28,6 +28,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from dyafdb.agents.engine.models import concurrent_sessions
 from dyafdb.config import load_config
 from dyafdb.paths import Results
 from dyafdb.record.engine_groups import ENGINE_SOCKET, EngineGroups
@@ -78,6 +79,13 @@ def main() -> int:
     group_of, pairs = grouping.groups()
     problems: list[str] = []
     ungrouped = sorted(set(rows) - set(group_of))
+    # Self-play of an engine that hosts one session at a time (MiniCPM-o) is never grouped: it would wait for itself.
+    alone = [cid for cid in ungrouped if rows[cid].model_a == rows[cid].model_b
+             and concurrent_sessions(config["models"][rows[cid].model_a]) < 2 and config["models"][rows[cid].model_a].get("engine")]
+    if alone:
+        problems.append(f"{len(alone)} conversations ({alone[0]}, ...) self-play a model whose engine hosts one session at "
+                        f"a time; they run outside engine groups: leave them out of {args.config}")
+    ungrouped = sorted(set(ungrouped) - set(alone))
     if ungrouped:
         problems.append(f"{len(ungrouped)} conversations belong to no engine group ({ungrouped[0]}, ...): "
                         f"their models need `engine` sections in {args.config}")
@@ -153,6 +161,7 @@ def main() -> int:
 
     # -- one load per engine, none left ------------------------------------------------------------
     loads = 0
+    loads_of: dict[str, int] = defaultdict(int)  # model -> loads over all groups (one per group expected)
     for (group, model), found in sorted(pids.items()):
         log = Path(results.log("engine", f"{group}-{model}"))
         if not log.exists():
@@ -160,6 +169,7 @@ def main() -> int:
             continue
         ready = [line for line in log.read_text(errors="replace").splitlines() if " ready on " in line]
         loads += len(ready)
+        loads_of[model] += len(ready)
         if len(ready) != 1:
             problems.append(f"{log}: the engine loaded {model} {len(ready)} times ('ready on' lines), not once")
         elif found and f'"pid": {next(iter(found))},' not in ready[0]:
@@ -173,8 +183,9 @@ def main() -> int:
                      if j.isdigit() and int(j) > args.after]
 
     where = f"ran as {len(jobs)} SLURM jobs ({len(group_jobs)} group jobs)" if on_slurm else "ran on this machine"
-    print(f"engine groups: {len(rows)} record jobs in {len(pairs)} groups {where}; {len(pids)} engines (one per model per group), {loads} model loads, "
-          f"{len(left)} engine processes left")
+    per_model = ", ".join(f"{m} {n}" for m, n in sorted(loads_of.items()))
+    print(f"engine groups: {len(rows)} record jobs in {len(pairs)} groups {where}; {len(pids)} engines (one per model per group), {loads} model loads "
+          f"({per_model or 'none'}), {len(left)} engine processes left")
     for p in problems:
         print(f"  problem: {p}", file=sys.stderr)
     return 1 if problems else 0
