@@ -1,24 +1,35 @@
-"""Planning cost of the paper's workflow: `snakemake -n` of everything (record, score, judge, analysis,
-viewer) for the main suite, and for the main suite plus the game-balance and 30/120 s window suites.
+"""Planning cost of the paper's workflow: `snakemake -n --quiet rules` of everything (record, score,
+judge, analysis, viewer) for the main suite, and for the main suite plus the game-balance and 30/120 s
+window suites.
 
+    python bench/bench_dryrun.py --quick            # both goals, today's plan beside this tree's (bench/run.py)
+    python bench/bench_dryrun.py --compare --repeat 3                           # the same, 3 runs of each
     python bench/bench_dryrun.py [--main-only] [--target FILE ...]
-    python bench/bench_dryrun.py --quick                                        # the demo suite's plan (CI)
     python bench/bench_dryrun.py --main-only --baseline /tmp/base --repeat 3   # paired: old vs this tree
     python bench/bench_dryrun.py --scale --baseline /tmp/base --repeat 2       # 4 models x 3 windows
+
+Goals (issue 30): the main suite (7,560 conversations, 15,197 jobs) planned in under 10 s and the
+4 models x 3 windows plan (80,717 jobs) in under 60 s, on 2 cores. --compare (and --quick) plans both
+twice, alternately: with this tree's workflow, and with the same workflow less the planning shortcut
+`skip_unshown_job_info()` (workflow/rules/common/shortcuts.smk), which is how Snakemake planned before
+it; the job counts must agree. Each row is one plan, wall and CPU seconds (user + system: what a
+shared machine distorts least). Run it on an idle machine: the number is CPU-bound and single-threaded.
 
 With --baseline (a checkout of an older commit, e.g. `git worktree add --detach /tmp/base <commit>`),
 the old tree's Snakefile and sources and this tree's are run alternately on the same config, and the
 ratio of medians is printed: on a shared machine the load drifts, a paired ratio does not.
 
-Prints wall seconds, jobs planned and the record / score job counts. Target (issue 8): under 30 s for
-the main suite on 2 cores. Run it on an idle machine: the number is CPU-bound and single-threaded.
-
 On a machine with SLURM's client tools but no reachable controller, the SLURM executor plugin's probe
-(`scontrol show config`, at start-up, whatever the executor) waits up to 10 s; the script says so when
-it sees that case, since a real cluster answers at once and a laptop without SLURM skips it.
+(`scontrol show config`, at start-up, whatever the executor) waits 10 s; a real cluster answers at
+once and a laptop without SLURM skips it. There the plans run with a `scontrol` that fails at once
+first on PATH, as on a laptop, and the script says so (--slurm-probe keeps the wait).
 """
 
 from __future__ import annotations
+
+from _figures import Bench  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench()  # what bench/run.py runs and fills (bench/_figures.py)
 
 import argparse
 import os
@@ -30,10 +41,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 import _testpath  # noqa: F401 (puts tests/helpers on the path)
+from _figures import emit, row
 from synthetic_suite import write_suite
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,10 +84,13 @@ def _scale_up(cfg: dict) -> None:
         cfg["suites"][name]["enabled"] = name.startswith("window")
 
 
-def dry_run(root: Path, config: Path, targets: list[str], tree: Path = REPO) -> tuple[float, float, dict[str, int], int]:
+def dry_run(root: Path, config: Path, targets: list[str], tree: Path = REPO, src: Path | None = None,
+            env_extra: dict[str, str] | None = None) -> tuple[float, float, dict[str, int], int]:
     """Wall and CPU seconds, job counts and peak memory (KiB) of one `snakemake -n` with the Snakefile
-    and sources of `tree`. CPU seconds (user + system) are what a busy shared machine distorts least."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree / "src"), os.environ.get("PYTHONPATH", "")]))
+    of `tree` and the sources of `src` (else `tree`'s). CPU seconds (user + system) are what a busy
+    shared machine distorts least."""
+    env = dict(os.environ, **(env_extra or {}))
+    env["PYTHONPATH"] = os.pathsep.join([str((src or tree) / "src"), os.environ.get("PYTHONPATH", "")])
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     before, cpu0 = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     t0 = time.perf_counter()
@@ -95,6 +111,63 @@ def dry_run(root: Path, config: Path, targets: list[str], tree: Path = REPO) -> 
     return elapsed, cpu, counts, peak
 
 
+SHORTCUT = "skip_unshown_job_info()\n"
+
+
+def todays_workflow(root: Path) -> Path:
+    """This tree's workflow less the shortcut measured here: Snakemake describing every job it plans."""
+    shutil.copytree(REPO / "workflow", root / "workflow")
+    snakefile = root / "workflow" / "Snakefile"
+    text = snakefile.read_text()
+    if SHORTCUT not in text:
+        raise SystemExit(f"{snakefile.relative_to(root)} no longer calls {SHORTCUT.strip()}: update bench/bench_dryrun.py")
+    snakefile.write_text(text.replace(SHORTCUT, ""))
+    return root
+
+
+def no_slurm_probe(root: Path) -> dict[str, str]:
+    """PATH with a `scontrol` that fails at once first, as on a machine without SLURM."""
+    shim = root / "no-slurm"
+    shim.mkdir(exist_ok=True)
+    (shim / "scontrol").write_text("#!/bin/sh\nexit 1\n")
+    (shim / "scontrol").chmod(0o755)
+    return {"PATH": os.pathsep.join([str(shim), os.environ.get("PATH", "")])}
+
+
+def compare(tmp: Path, repeat: int, env_extra: dict[str, str]) -> None:
+    """Both goals, today's plan beside this tree's, alternately on the same configs."""
+    goals = [("main suite", False, False, "config.yaml", 10.0), ("4 models x 3 windows", False, True, "config.yaml", 60.0)]
+    trees = [("without the shortcut", todays_workflow(tmp / "today")), ("this tree", REPO)]
+    rows = []
+    for label, optional, scale, source, goal in goals:
+        config = write_config(tmp, optional, scale, source)
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in trees}
+        counts: dict[str, dict[str, int]] = {}
+        for _ in range(repeat):
+            for name, tree in trees:
+                elapsed, cpu, counts[name], _peak = dry_run(tmp, config, [], tree, src=REPO, env_extra=env_extra)
+                runs[name].append((elapsed, cpu))
+                print(f"dry-run, {label}, {name}: {elapsed:6.1f} s ({cpu:.1f} s CPU), {counts[name].get('total', -1):,} jobs",
+                      flush=True)
+        if len({json_counts(c) for c in counts.values()}) != 1:
+            raise SystemExit(f"{label}: the job counts differ with and without the shortcut: {counts}")
+        jobs = counts["this tree"]["total"]
+        what = f"{label}, {jobs:,} jobs ({counts['this tree'].get('record', 0):,} record)"
+        for name, _ in trees:
+            walls, cpus = [w for w, _ in runs[name]], [c for _, c in runs[name]]
+            met = "met" if statistics.median(walls) < goal else "NOT met"
+            print(f"{what}, {name}: median {statistics.median(walls):.1f} s wall, {statistics.median(cpus):.1f} s CPU "
+                  f"(goal < {goal:g} s: {met})")
+            target = f"< {goal:g} s" if name == "this tree" else ""
+            rows.append(row(f"{what}, {name}", walls, "s wall", target))
+            rows.append(row(f"... {name}", cpus, "s CPU", target))  # an idle machine's wall time is about this
+    emit("planning", rows)
+
+
+def json_counts(counts: dict[str, Any]) -> str:
+    return repr(sorted(counts.items()))
+
+
 def slurm_probe_waits() -> bool:
     if not shutil.which("scontrol"):
         return False
@@ -112,25 +185,41 @@ def main() -> None:
     parser.add_argument("--target", nargs="*", default=[], help="plan only these targets (default: everything)")
     parser.add_argument("--baseline", type=Path, help="an older checkout to run alternately with this one")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each tree")
-    parser.add_argument("--quick", action="store_true",
-                        help="plan the demo suite (config/demo.yaml) instead: the same workflow at its smallest size (CI)")
+    parser.add_argument("--compare", action="store_true",
+                        help="both goals (main suite, 80,000 jobs), with and without the planning shortcut, alternately")
+    parser.add_argument("--quick", action="store_true", help="--compare, one run of each (bench/run.py)")
+    parser.add_argument("--slurm-probe", action="store_true",
+                        help="keep the SLURM plugin's 10 s probe where scontrol finds no controller")
     args = parser.parse_args()
-    if slurm_probe_waits():
-        print("note: scontrol is installed but no SLURM controller answers; each snakemake start waits up to 10 s "
-              "for it (snakemake-executor-plugin-slurm's probe), included below")
+    env_extra: dict[str, str] = {}
+    probe = slurm_probe_waits()
+    if probe:
+        if args.slurm_probe:
+            print("note: scontrol is installed but no SLURM controller answers; each snakemake start waits up to 10 s "
+                  "for it (snakemake-executor-plugin-slurm's probe), included below")
+        else:
+            print("note: scontrol is installed but no SLURM controller answers; the plans run with a scontrol that "
+                  "fails at once first on PATH, as without SLURM (--slurm-probe keeps the plugin's 10 s wait)")
+    if args.quick or args.compare:
+        with tempfile.TemporaryDirectory() as tmp:
+            if probe and not args.slurm_probe:
+                env_extra = no_slurm_probe(Path(tmp))
+            compare(Path(tmp), args.repeat, env_extra)
+        return
     trees = [("baseline", args.baseline.resolve()), ("this tree", REPO)] if args.baseline else [("this tree", REPO)]
     plans = [("4 models x 3 windows", False, True, "config.yaml")] if args.scale else \
-        [("demo suite", False, False, "demo.yaml")] if args.quick else \
         [("main suite", False, False, "config.yaml")] + \
         ([] if args.main_only else [("main + game balance + 30/120 s windows", True, False, "config.yaml")])
     with tempfile.TemporaryDirectory() as tmp:
+        if probe and not args.slurm_probe:
+            env_extra = no_slurm_probe(Path(tmp))
         for label, optional, scale, source in plans:
             config = write_config(Path(tmp), optional, scale, source)
             seconds: dict[str, list[float]] = {name: [] for name, _ in trees}
             cpu_seconds: dict[str, list[float]] = {name: [] for name, _ in trees}
             for _ in range(args.repeat):
                 for name, tree in trees:
-                    elapsed, cpu, counts, peak = dry_run(Path(tmp), config, args.target, tree)
+                    elapsed, cpu, counts, peak = dry_run(Path(tmp), config, args.target, tree, env_extra=env_extra)
                     seconds[name].append(elapsed)
                     cpu_seconds[name].append(cpu)
                     mem = f", peak {peak / 1024:,.0f} MiB" if peak > 0 else ""

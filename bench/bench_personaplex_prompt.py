@@ -18,6 +18,10 @@ not skip their compute) without Mimi; a tick adds Mimi encode and decode.
 
 from __future__ import annotations
 
+from _figures import Bench  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench()  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import json
 import statistics
