@@ -17,6 +17,10 @@ CPU time of Snakemake and all its jobs (which a busy machine does not inflate).
 
 from __future__ import annotations
 
+from _figures import Bench, emit, row  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench(blocks=("agent",), slow=True)  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import json
 import os
@@ -101,13 +105,14 @@ def per_call(agent, scenario) -> dict[str, list[float]]:
             "llm_first": [first_s, 0.0], "llm_next": [next_s, 0.0]}
 
 
-def one_core(window_s: float, scenarios: Path) -> None:
+def one_core(window_s: float, scenarios: Path) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "rtf.json"
         env = {**os.environ, "BENCH_SCENARIOS": str(scenarios), "OMP_NUM_THREADS": "1"}
         subprocess.run([sys.executable, __file__, "--child", str(out), "--window", str(window_s)], env=env, check=True)
         data = json.loads(out.read_text())
     print(f"one core, 1 thread per model; loading the models: {data['load']['cpu_s']:.2f} s CPU ({data['load']['wall_s']:.2f} s wall)")
+    rows = []
     total_conv = total_cpu = 0.0
     for run in data["runs"]:
         conv = run["conversation_s"]
@@ -117,13 +122,24 @@ def one_core(window_s: float, scenarios: Path) -> None:
         acts = {k: st["a"][k] + st["b"][k] for k in ("replies", "backchannels", "yields", "barge_ins", "idle")}
         print(f"  {run['pairing']:<14} {conv:.0f} s conversation: {run['cpu_s']:5.1f} s CPU -> "
               f"RTF {2 * conv / run['cpu_s']:.2f}x per agent   ({', '.join(f'{k} {v}' for k, v in acts.items())})")
+        rows.append(row(f"{run['pairing'].replace('+', ' + ')}: conversation seconds per CPU second, per agent (one core)",
+                        [2 * conv / run["cpu_s"]], "x real time", ">= 1x"))
     print(f"  all pairings: RTF {total_conv / total_cpu:.2f}x per agent (seconds of conversation per CPU second; target >= 1x)")
+    rows.append(row("all pairings: conversation seconds per CPU second, per agent", [total_conv / total_cpu], "x real time",
+                    ">= 1x"))
     c = data["calls"]
     print(f"  one call each: TTS {c['tts'][0]:.2f} s for {c['tts'][1]:.1f} s of speech, ASR {c['asr'][0]:.2f} s for the same, "
           f"LLM {c['llm_first'][0]:.2f} s (first request, whole prompt) / {c['llm_next'][0]:.2f} s (next, cached prefix)")
+    return rows + [
+        row("loading the models of four agents (Piper, Whisper tiny.en, SmolLM2)", [data["load"]["cpu_s"]], "CPU s"),
+        row("one call: Piper, a 25-word reply", [c["tts"][0]], "CPU s"),
+        row("one call: Whisper tiny.en on that speech", [c["asr"][0]], "CPU s"),
+        row("one call: SmolLM2, a conversation's first request", [c["llm_first"][0]], "CPU s"),
+        row("one call: SmolLM2, the next request (cached prefix)", [c["llm_next"][0]], "CPU s"),
+    ]
 
 
-def demo_wall(jobs: int) -> None:
+def demo_wall(jobs: int) -> list[dict]:
     from dyafdb.config import load_config
     from dyafdb.paths import Results
     from dyafdb.suite.design import build_design
@@ -142,6 +158,7 @@ def demo_wall(jobs: int) -> None:
               f"with Snakemake on {os.cpu_count()} cores")
         print(f"  load average before: {os.getloadavg()[0]:.1f} (wall times are only meaningful on an idle machine; "
               f"the CPU-based projection is not affected)")
+        rows = []
         for label, extra in (("declared threads (2 per record job)", []), ("--set-threads record=1", ["--set-threads", "record=1"])):
             shutil.rmtree(tmp / config["results_dir"], ignore_errors=True)
             cmd = [sys.executable, "-m", "snakemake", *targets, "-s", str(REPO / "workflow" / "Snakefile"),
@@ -162,6 +179,9 @@ def demo_wall(jobs: int) -> None:
             print(f"  {label}: {wall:6.1f} s wall for {len(chosen)} recordings ({wall / len(chosen):.1f} s per job, bridge "
                   f"{bridge:.1f} s; {per_job_cpu:.1f} s CPU per job all in) -> demo's recordings: {wall * total / len(chosen) / 60:.1f} min "
                   f"at this wall rate, {per_job_cpu * total / parallel / 60:.1f} min on {parallel} idle core(s) from the CPU time")
+            rows.append(row(f"a demo record job through Snakemake, {label}: CPU of Snakemake and the job", [per_job_cpu],
+                            "CPU s"))
+        return rows
 
 
 def main() -> None:
@@ -179,12 +199,15 @@ def main() -> None:
     if args.child:
         one_core_child(args.window, args.child)
         return
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         scenarios = scenario_root(Path(tmp))
         if not args.skip_rtf:
-            one_core(args.window, scenarios)
+            rows += one_core(args.window, scenarios)
     if not args.skip_demo:
-        demo_wall(args.demo_jobs)
+        rows += demo_wall(args.demo_jobs)
+    if not (args.skip_rtf or args.skip_demo):  # a partial run would rewrite the table without its other rows
+        emit("agent", rows)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,10 @@ workflow runs it: one `dyafdb` process per rule, two at a time (as `snakemake -j
 
 from __future__ import annotations
 
+from _figures import Bench, emit, row  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench(blocks=("analysis",), slow=True)  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import copy
 import os
@@ -174,6 +178,10 @@ def main() -> None:
         for name, sec in times.items():
             print(f"  {name:<{width}}  {sec:7.2f} s")
         print(f"in process, one after another: {sum(times.values()):.1f} s")
+        rows = [row("conversations in the synthetic measures.tsv (7,560 unless --quick)", [conversations], "conversations"),
+                row("every table and decomposition, in process, one after another", [sum(times.values())], "s wall",
+                    "< 60 s at 7,560"),
+                row("... the slowest product alone", [max(times.values())], "s wall")]
         if not args.skip_cli:
             cfg_path = work / "config.yaml"
             cfg_path.write_text(yaml.safe_dump(cfg))
@@ -183,6 +191,10 @@ def main() -> None:
                   f"{summed:.1f} s summed over jobs, {cpu:.1f} CPU s (load average {load:.1f})")
             print(f"on an idle machine with {args.jobs} cores: about {cpu / args.jobs:.1f} s (CPU s / cores); "
                   "target: under 60 s on 2 cores")
+            rows += [row(f"as the workflow runs it (one `dyafdb analysis` process per rule, {args.jobs} at a time)", [wall],
+                         "s wall"),
+                     row("... CPU of those processes", [cpu], "CPU s")]
+            emit("analysis", rows)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,10 @@ workflow's `mem_mb` of these rules is declared from (dyafdb.analysis.inputs.Anal
 
 from __future__ import annotations
 
+from _figures import Bench, emit, row  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench(blocks=("analysis-memory",))  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import json
 import os
@@ -85,9 +89,20 @@ def main() -> None:
             print(f"{reps} repetitions: runs of {ARCHETYPE} ({n_one:,} conversations) {runs:,.0f} MB; "
                   f"agreement ({n_all:,} conversations, {len(frame):,} rows) {agreement:,.0f} MB", flush=True)
     (n1, r1, a1, g1), (n2, r2, a2, g2) = rows
+    figures = []
     for name, (x1, y1, x2, y2) in (("runs", (n1, r1, n2, r2)), ("agreement", (a1, g1, a2, g2))):
         slope = (y2 - y1) / (x2 - x1) * 1000
         print(f"{name}: {slope:.1f} MB per 1,000 conversations, intercept {y1 - slope * x1 / 1000:.0f} MB")
+        figures.append((slope, y1 - slope * x1 / 1000))
+    label = {"runs": f"per-run table of one archetype ({ARCHETYPE})", "agreement": "judge agreement (whole measures.tsv)"}
+    emit("analysis-memory", [
+        row("conversations in the smaller and the larger corpus (7,560 and 15,120 unless --quick)", [a1, a2], "conversations"),
+        row(f"{label['runs']}: peak memory, smaller and larger corpus", [r1, r2], "MB"),
+        row(f"{label['agreement']}: peak memory, smaller and larger corpus", [g1, g2], "MB"),
+        row(f"{label['runs']}: per 1,000 conversations it reads", [figures[0][0]], "MB"),
+        row(f"{label['agreement']}: per 1,000 conversations it reads", [figures[1][0]], "MB"),
+        row(f"{label['agreement']}: intercept", [figures[1][1]], "MB"),
+    ])
 
 
 if __name__ == "__main__":

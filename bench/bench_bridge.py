@@ -9,6 +9,10 @@ time is bench/bench_dryrun.py.
 
 from __future__ import annotations
 
+from _figures import Bench, emit, row  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench(blocks=("bridge",))  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import statistics
 from pathlib import Path
@@ -18,7 +22,6 @@ from dyafdb.agents.null import NullAgent
 from dyafdb.agents.remote import RemoteAgent
 from dyafdb.record.bridge import run_bridge
 
-from _figures import emit, row
 
 
 

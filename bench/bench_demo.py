@@ -10,6 +10,10 @@ Run it on an idle machine; it takes about a quarter of an hour on 2 cores.
 
 from __future__ import annotations
 
+from _figures import Bench, emit, row as figure  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench(blocks=("demo",), args=("--keep", "{demo}"), slow=True)  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import csv
 import os
@@ -90,6 +94,7 @@ def main() -> None:
     report = Path(demo.report)
     per_rule: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
     spans: list[tuple[float, float, str]] = []
+    jobs: dict[str, list[tuple[float, float]]] = defaultdict(list)  # stage -> (wall, CPU) of each job
     bench_root = Path(demo.benchmark_dir())
     for path in bench_root.rglob("*.tsv"):
         with open(path) as fh:
@@ -99,6 +104,7 @@ def main() -> None:
         stats[0] += 1
         stats[1] += float(row["s"])
         stats[2] += float(row.get("cpu_time") or 0)
+        jobs[stage].append((float(row["s"]), float(row.get("cpu_time") or 0)))
         end = path.stat().st_mtime - started  # Snakemake writes the file when the job ends
         spans.append((end - float(row["s"]), end, stage))
     if args.quick:
@@ -114,6 +120,13 @@ def main() -> None:
     job_cpu = sum(cpu for _, _, cpu in per_rule.values())
     print(f"CPU of Snakemake and every job together: {total_cpu:.0f} s (jobs' benchmark files: {job_cpu:.0f} s; "
           f"the rest is Snakemake's own work and what the jobs' sampling missed)")
+    emit("demo", [
+        figure("`snakemake --profile profiles/demo` (72 conversations; --quick: one), wall", [wall / 60], "min",
+               "< 15 min"),
+        figure("... CPU of Snakemake and every job", [total_cpu], "CPU s"),
+        *(figure(f"{stage} jobs: wall per job", [w for w, _ in jobs[stage]], "s wall") for stage in ("record", "score")),
+        *(figure(f"{stage} jobs: CPU per job", [c for _, c in jobs[stage]], "CPU s") for stage in ("record", "score")),
+    ])
     if not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -13,6 +13,10 @@ conversation (about 27 s of speech per side) and a demo conversation (20 s). Als
 
 from __future__ import annotations
 
+from _figures import Bench, emit, row  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench(blocks=("health",), slow=True)  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import statistics
 import subprocess
@@ -65,6 +69,7 @@ def conversation(seconds: float, rng: np.random.Generator) -> Recording:
 
 
 CPU: dict[str, float] = {}
+CPU_RUNS: dict[str, list[float]] = {}  # every run's CPU seconds, for the figure table
 
 
 def timed(fn, repeats: int, name: str = "") -> tuple[float, object]:
@@ -76,6 +81,7 @@ def timed(fn, repeats: int, name: str = "") -> tuple[float, object]:
         times.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
     CPU[name] = statistics.median(cpu)
+    CPU_RUNS[name] = cpu
     return statistics.median(times), out
 
 
@@ -138,8 +144,10 @@ def main() -> int:
     processes = 1 if args.quick else 2
     rng = np.random.default_rng(0)
     long, demo = conversation(60, rng), conversation(20, rng)
+    runs: dict[str, dict[str, list[float]]] = {}
     for name, rec in (("60 s conversation", long), ("20 s demo conversation", demo)):
         c = components(rec, args.repeats)
+        runs[name] = {**{k: list(v) for k, v in CPU_RUNS.items()}, "whisper_load": [c["whisper_load"]]}
         print(f"{name} ({c['speech_s']:.1f} s of speech per side), in process, one thread, median of {args.repeats}:")
         print(f"  wall: DNSMOS both sides {c['dnsmos']:.2f} s; Whisper both sides {c['asr']:.2f} s (+ {c['whisper_load']:.2f} s "
               f"model load per job); all health measures {c['health']:.2f} s, without ASR {c['health_no_asr']:.2f} s")
@@ -157,6 +165,18 @@ def main() -> int:
     without = [score_process(long, False) for _ in range(processes)]
     print(f"one `dyafdb score` process, 60 s conversation: {min(with_asr):.2f} s with health, "
           f"{min(without):.2f} s with health.asr: false")
+    long_runs, demo_runs = runs["60 s conversation"], runs["20 s demo conversation"]
+    emit("health", [
+        row("60 s conversation of Piper speech: DNSMOS P.835 on both sides' speech", long_runs["dnsmos"], "CPU s"),
+        row("... Whisper tiny.en on both sides' speech", long_runs["asr"], "CPU s"),
+        row("... Whisper's model load, once per score job", [runs[k]["whisper_load"][0] for k in runs], "s wall"),
+        row("... all health measures (DNSMOS, Whisper, echo, no-response)", long_runs["health"], "CPU s"),
+        row("... all health measures with `health.asr: false`", long_runs["no_asr"], "CPU s"),
+        row("20 s demo-shaped conversation: all health measures", demo_runs["health"], "CPU s"),
+        row("one `dyafdb score all` process on the 60 s conversation, start-up and every stage included", with_asr,
+            "s wall"),
+        row("... the same with `health.asr: false`", without, "s wall"),
+    ])
     return 0
 
 

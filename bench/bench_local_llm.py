@@ -16,12 +16,17 @@ Run it from the repository root with the demo's config; it writes only into a te
 
 from __future__ import annotations
 
+from _figures import Bench, emit, row  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench(blocks=("local-llm",), slow=True)  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
+
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -32,7 +37,7 @@ def timed(fn, *args, **kwargs):
     return out, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def text_pairing(config: dict, root: Path, archetype: str, tmp: Path) -> None:
+def text_pairing(config: dict, root: Path, archetype: str, tmp: Path) -> list[dict]:
     import dyafdb.llm.text_backends as backends
     from dyafdb.text_pairing.pairing import generate
 
@@ -50,9 +55,14 @@ def text_pairing(config: dict, root: Path, archetype: str, tmp: Path) -> None:
     print(f"  speaker slots (now):        {w1:6.1f} s wall {c1:6.1f} s CPU; the same turns when run again: {same}")
     print(f"  whole history every turn:   {w2:6.1f} s wall {c2:6.1f} s CPU  (ratio now/before {w1 / w2:.2f})")
     del whole
+    if not same:
+        raise SystemExit("text pairing: the same config gave other turns when run again")
+    return [row(f"text pairing, one {archetype} text conversation, each speaker in its own KV slot", [w1], "s wall"),
+            row("... every turn's whole history recomputed (before)", [w2], "s wall"),
+            row("... ratio now / before", [w1 / w2], "ratio", "< 1")]
 
 
-def agent_replies(config: dict, root: Path, archetype: str, count: int, tmp: Path) -> None:
+def agent_replies(config: dict, root: Path, archetype: str, count: int, tmp: Path) -> list[dict]:
     from dyafdb.agents.cascade import models as cascade_models
     from dyafdb.cli import main
     from dyafdb.suite.design import build_design
@@ -86,6 +96,12 @@ def agent_replies(config: dict, root: Path, archetype: str, count: int, tmp: Pat
     print(f"  stop when settled (now):    {w1:6.1f} s wall {c1:6.1f} s CPU")
     print(f"  run to max_tokens (before): {w2:6.1f} s wall {c2:6.1f} s CPU  (ratio now/before {w1 / w2:.2f}); "
           f"audio and text bit-identical: {same}")
+    if not same:
+        raise SystemExit("agent replies: stopping once settled changed the recordings")
+    return [row(f"CPU agent, demo {archetype} conversations in one process (3 unless --quick), generation stopped once "
+                "the reply is settled", [c1], "CPU s"),
+            row("... run to `max_tokens` (before); bit-identical audio and text", [c2], "CPU s"),
+            row("... ratio now / before", [c1 / c2], "ratio", "<= 1")]
 
 
 def main() -> None:
@@ -102,8 +118,9 @@ def main() -> None:
 
     config = load_config(REPO / "config/demo.yaml")
     with tempfile.TemporaryDirectory(prefix="dyafdb-llm-") as tmp:
-        text_pairing(config, REPO, args.archetype, Path(tmp))
-        agent_replies(config, REPO, args.archetype, args.conversations, Path(tmp))
+        rows = text_pairing(config, REPO, args.archetype, Path(tmp))
+        rows += agent_replies(config, REPO, args.archetype, args.conversations, Path(tmp))
+    emit("local-llm", rows)
 
 
 if __name__ == "__main__":

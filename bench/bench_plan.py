@@ -14,6 +14,10 @@ shared machine the load drifts, a paired ratio does not.
 
 from __future__ import annotations
 
+from _figures import Bench  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench(blocks=("plan",))  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import json
 import os

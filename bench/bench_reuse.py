@@ -17,6 +17,10 @@ Each measurement runs in a fresh process, alternating, so both sides share the m
 
 from __future__ import annotations
 
+from _figures import Bench, emit, row  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench(blocks=("reuse",), args=("{demo}",), after=("bench_demo",), slow=True)  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import json
 import os
@@ -97,6 +101,13 @@ def main() -> None:
     same = all(r["texts"] == runs[1][0]["texts"] for r in runs[1] + runs[2])
     print(f"garble watcher's Whisper on {args.channels} polite channels: 1 thread {_cpus(runs[1])} CPU s, "
           f"2 threads {_cpus(runs[2])} CPU s; the same transcripts: {same}")
+    if not same:
+        raise SystemExit("the garble watcher's transcripts differ between one and two threads")
+    emit("reuse", [
+        row("garble watcher's Whisper on the demo's polite channels (12 unless --quick), one CPU thread "
+            "(`garble.cpu_threads: 1`)", [r["cpu"] for r in runs[1]], "CPU s"),
+        row("... two threads (its default); the same transcripts", [r["cpu"] for r in runs[2]], "CPU s"),
+    ])
 
     if args.quick:
         print("judge batch: not run with --quick (it needs a whole archetype recorded and transcribed)")

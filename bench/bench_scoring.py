@@ -13,6 +13,10 @@ Target: under 50 ms per conversation (in process), audio health aside: that is i
 
 from __future__ import annotations
 
+from _figures import Bench, emit, row  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench(blocks=("scoring",), slow=True)  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import statistics
 import subprocess
@@ -29,7 +33,6 @@ from dyafdb.clock import FRAME_SAMPLES, FRAME_SECONDS, SAMPLE_RATE
 from dyafdb.record.recording import Recording, Token, write_recording
 import _testpath  # noqa: F401 (puts tests/helpers on the path)
 from synthetic_suite import write_suite
-from _figures import emit, row
 
 CORPUS = 7_560
 CORES = 2

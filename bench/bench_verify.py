@@ -11,6 +11,10 @@ under 30 s for 7,560 conversations.
 
 from __future__ import annotations
 
+from _figures import Bench, emit, row as figure  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench(blocks=("verify",))  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import json
 import os
@@ -108,6 +112,12 @@ def main() -> int:
         print(out.stdout.strip())
         print(f"dyafdb verify, {n:,} conversations: wall median {statistics.median(walls):.2f} s (min {min(walls):.2f}, "
               f"max {max(walls):.2f}), CPU median {statistics.median(cpus):.2f} s, {args.repeat} runs; goal < 30 s")
+    emit("verify", [
+        figure("conversations in the synthetic results folder (the main suite's 7,560 unless --quick)", [n], "conversations"),
+        figure("`dyafdb verify`, one fresh process", walls, "s wall", "< 30 s at 7,560"),
+        figure("... its CPU", cpus, "CPU s"),
+        figure("... per 1,000 conversations", [w * 1000 / n for w in walls], "s wall"),
+    ])
     return 0
 
 

@@ -14,6 +14,10 @@ audio size per minute of recording, and the size of index-data.js per conversati
 
 from __future__ import annotations
 
+from _figures import Bench, emit, row as figure  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench(blocks=("viewer",))  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import dataclasses
 import io
@@ -76,6 +80,7 @@ def main() -> int:
             root, config = tmp_path, synthetic(tmp_path, args.n, args.window)
             print(f"made {args.n} synthetic {args.window:g} s recordings in {time.perf_counter() - t0:.1f} s")
         base = viewer_settings(config, root)
+        rows = []
         for fmt in args.formats.split(","):
             settings = dataclasses.replace(base, out=tmp_path / f"site-{fmt}", audio=fmt)
             quiet = io.StringIO()
@@ -92,6 +97,11 @@ def main() -> int:
                   f"cached {t_warm:.1f} s ({t_warm / n * 1000:.0f} ms each); audio {cold.audio_bytes / 1e6:.1f} MB "
                   f"({cold.audio_bytes / 1e6 / max(audio_minutes, 1e-9):.2f} MB per minute); "
                   f"index-data.js {index_kb / n:.2f} kB per conversation")
+            rows += [figure(f"{fmt}: audio per minute of recording", [cold.audio_bytes / 1e6 / max(audio_minutes, 1e-9)], "MB"),
+                     figure(f"{fmt}: cold build per conversation ({args.jobs} jobs)", [t_cold / n], "s wall"),
+                     figure(f"{fmt}: cached rebuild per conversation", [t_warm / n], "s wall")]
+    if not args.config and args.formats == parser.get_default("formats"):  # the table's own rows, nothing else
+        emit("viewer", rows)
     return 0
 
 

@@ -16,6 +16,10 @@ Random weights give the same FLOPs as real ones, so the timing carries over; wha
 
 from __future__ import annotations
 
+from _figures import Bench  # noqa: E402 (bench/ is the script's folder)
+
+BENCH = Bench()  # what bench/run.py runs and fills (bench/_figures.py)
+
 import argparse
 import json
 import sys

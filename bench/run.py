@@ -4,8 +4,10 @@
 
 Each script runs as its own process, one after another (a benchmark sharing the cores with another
 would measure both). `--quick` runs each at its smallest size: what CI runs, seconds to a minute
-each on 2 cores. A script that prints ``BENCH-FIGURES`` lines (bench/_figures.py) has its rows
-rendered into the block of that name:
+each on 2 cores. Which scripts run, in which order, with which arguments and which blocks they
+fill is what each script declares (``BENCH = Bench(...)``, bench/_figures.py): a new script is found
+without editing this file. A script that prints ``BENCH-FIGURES`` lines has its rows rendered into
+the block of that name:
 
     <!-- bench NAME: begin (...) -->
     ...
@@ -32,24 +34,18 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
-from _figures import cores, cpu_model, parse
+from _figures import cores, cpu_model, order, parse
+from _figures import scripts as declared_scripts
 
 DOCS = [REPO / "BENCHMARKS.md", REPO / "README.md"]
 DEMO_DIR = Path("/tmp/dyafdb-bench-demo")  # the demo bench_demo.py keeps for bench_reuse.py; replaced each run
 
 
 def scripts(quick: bool, demo_dir: Path) -> list[tuple[str, list[str]]]:
-    """Every bench script with its arguments, in the order they run (bench_reuse needs bench_demo's folder)."""
-    q = ["--quick"] if quick else []
-    names = sorted(p.stem for p in BENCH.glob("*.py") if not p.stem.startswith("_") and p.stem != "run")
-    out = []
-    for name in names:
-        if name in ("bench_demo", "bench_reuse"):
-            continue
-        out.append((name, list(q)))
-    out.append(("bench_demo", [*q, "--keep", str(demo_dir)]))
-    out.append(("bench_reuse", [str(demo_dir), *q]))
-    return out
+    """Every bench script with its arguments, in the order they run, from each script's ``BENCH`` declaration."""
+    declared = declared_scripts(BENCH)
+    return [(name, [*(["--quick"] if quick else []), *(a.replace("{demo}", str(demo_dir)) for a in declared[name].args)])
+            for name in order(declared)]
 
 
 HEADER = re.compile(r"^`(?P<command>python bench/\S+\.py[^`]*)` at (?P<commit>[0-9a-f]{7,40}|unknown), (?P<date>\d{4}-\d\d-\d\d): "
@@ -69,10 +65,11 @@ def end_marker(name: str) -> str:
 BLOCK = re.compile(r"<!-- bench (?P<name>[\w-]+): begin [^\n]*-->\n(?P<body>.*?)<!-- bench (?P=name): end -->", re.DOTALL)
 
 
-def number(v: float) -> str:
-    """Three significant figures, thousands separated: the spread of a run is wider than that."""
+def number(v: float, whole: bool = False) -> str:
+    """Three significant figures, thousands separated: the spread of a run is wider than that.
+    ``whole``: every value of the row is a whole number (a count), written without decimals."""
     a = abs(v)
-    if a >= 100:
+    if whole or a >= 100:
         return f"{v:,.0f}"
     if a >= 10:
         return f"{v:.1f}"
@@ -89,7 +86,9 @@ def render(name: str, rows: list[dict], machine: dict) -> str:
     lines = [begin_marker(name), head, *TABLE_HEAD]
     for r in rows:
         v = r["values"]
-        cells = [r["what"], number(min(v)), number(statistics.median(v)), number(max(v)), str(len(v)), r["unit"], r["target"]]
+        whole = all(float(x).is_integer() for x in v) and float(statistics.median(v)).is_integer()
+        cells = [r["what"], *(number(x, whole) for x in (min(v), statistics.median(v), max(v))), str(len(v)), r["unit"],
+                 r["target"]]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines + [end_marker(name)])
 
@@ -170,7 +169,9 @@ def main() -> int:
                    "before": before, "after": after, "quick": args.quick}
         for block, rows in parse(done.stdout).items():
             measured[block] = render(block, rows, machine)
-    for path, text in docs.items():
+    for path in docs:
+        # read again: the scripts ran for minutes, and a document edited meanwhile keeps those edits
+        text = path.read_text(encoding="utf-8")
         new = text
         for name, block in measured.items():
             if name in blocks(new):
@@ -185,6 +186,9 @@ def main() -> int:
     missing = sorted(marked - set(measured))
     if missing and not args.only:
         print(f"marked but not measured in this run: {', '.join(missing)}")
+    unmarked = sorted(set(measured) - marked)
+    if unmarked:
+        print(f"measured but marked in no document (add its markers to BENCHMARKS.md): {', '.join(unmarked)}")
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
