@@ -60,7 +60,9 @@ def make_project(root: Path, judges: dict[str, Any], archetypes=("T3-2",), **jud
                                       {"a": [(0, 20)], "b": [(24, 34)]}, 40, tokens,
                                       conversation_id=row.conversation_id, archetype=row.archetype,
                                       scenario=row.scenario, opener=row.opener, models=(row.model_a, row.model_b))
-        score_conversation(config, root, row.conversation_id)
+        # the judge reads the transcript only: the score job's other stages (audio health's Whisper and
+        # DNSMOS) would cost seconds per conversation and change no request
+        score_conversation(config, root, row.conversation_id, ("segments", "transcript"))
     return config
 
 

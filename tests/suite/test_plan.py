@@ -253,7 +253,7 @@ def test_the_plan_counts_the_judge_calls_the_judge_stage_makes(tmp_path, monkeyp
                                           {"a": [(0, 20)], "b": [(24, 34)]}, 40, words,
                                           conversation_id=row.conversation_id, archetype=row.archetype,
                                           scenario=row.scenario, opener=row.opener, models=(row.model_a, row.model_b))
-            score_conversation(config, tmp_path, row.conversation_id)
+            score_conversation(config, tmp_path, row.conversation_id, ("segments", "transcript"))  # what the judge reads
         # every reply on its label set, so no question is asked again (re-asks are not planned)
         stub.answer = lambda messages: ("ENTRY: none\nDEVIATION: none" if "DEVIATION:" in messages[-1]["content"]
                                         else "ANSWER: yes")
