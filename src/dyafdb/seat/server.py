@@ -42,6 +42,7 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from dyafdb.agents.base import AgentError
 from dyafdb.clock import FRAME_SAMPLES
 from dyafdb.errors import InputError
 from dyafdb.paths import results_of
@@ -203,7 +204,10 @@ class Seat:
                     if len(message) != HEADER.size + 4 * FRAME_SAMPLES:
                         continue
                     (index,) = HEADER.unpack_from(message)
-                    conv.feed(index, np.frombuffer(message, dtype="<f4", offset=HEADER.size))
+                    try:
+                        conv.feed(index, np.frombuffer(message, dtype="<f4", offset=HEADER.size))
+                    except AgentError:
+                        pass  # a frame with non-finite samples: its tick stays silent and is counted late
                     continue
                 msg = json.loads(message)
                 if msg.get("type") == "ping":
