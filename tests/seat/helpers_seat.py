@@ -60,3 +60,36 @@ class SeatServer:
     @property
     def ws(self) -> str:
         return "ws" + self.url[len("http"):]
+
+
+class StallAgent:
+    """A partner that speaks a steady tone and holds the clock up once, as a model thinking inside one
+    step does (params: stall_at tick, stall_s seconds)."""
+
+    concurrent_step = False
+
+    def __init__(self, params: dict[str, Any], model_name: str = "stall"):
+        self.stall_at, self.stall_s = int(params.get("stall_at", 25)), float(params.get("stall_s", 1.0))
+        self.tick = 0
+
+    def open(self, session: Any) -> Any:
+        from dyafdb.agents.base import AgentInfo
+
+        self.tick = 0
+        return AgentInfo(adapter="stall", adapter_version="test", model="stall")
+
+    def step(self, heard: Any) -> Any:
+        import time
+
+        import numpy as np
+
+        from dyafdb.agents.base import Frame
+        from dyafdb.clock import FRAME_SAMPLES
+
+        if self.tick == self.stall_at:
+            time.sleep(self.stall_s)
+        self.tick += 1
+        return Frame(np.full(FRAME_SAMPLES, 0.05, dtype=np.float32), [], False)
+
+    def close(self) -> None:
+        pass

@@ -87,3 +87,33 @@ def test_the_page_records_a_resampled_microphone_and_listens_in(suite_root, tmp_
     at = int((got[0] + 0.1) / FRAME_SECONDS) * FRAME_SAMPLES
     spectrum = np.abs(np.fft.rfft(rec.audio[0, at:at + 4800]))
     assert abs(np.argmax(spectrum) * 24_000 / 4800 - 440) <= 10
+
+
+@pytest.mark.parametrize("grow", [False, True])
+def test_a_stalled_model_frame_is_silence_or_raises_the_delay(suite_root, tmp_path, grow):
+    """A partner that holds the clock up for 1 s at tick 25: its frames reach the page late. By default
+    they are skipped and listed; with ?grow=1 the playback delay grows and every frame is played."""
+    wav = tmp_path / "bursts.wav"
+    bursts_wav(wav)
+    config = seat_config(window_s=4.0, partner={"adapter": "helpers_seat:StallAgent", "params": {"stall_at": 25, "stall_s": 1.0}})
+    row = next(r for r in seat_rows(config, suite_root) if r.model_a == "someone" and r.opener == "a")
+    with SeatServer(config, suite_root) as server, playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=args(wav))
+        page = browser.new_page()
+        page.goto(server.url + f"/?aec=0&grow={int(grow)}")
+        page.click(f"tr[data-id='{row.conversation_id}'] button.take")
+        page.wait_for_selector("#card p")
+        page.check("#agree")
+        page.click("#start")
+        page.wait_for_selector("body[data-state='saved'], body[data-state='error']", state="attached", timeout=120_000)
+        assert page.get_attribute("body", "data-state") == "saved", page.inner_text("#end-message")
+        browser.close()
+    timing = read_meta(results_of(config, suite_root).recording(row.conversation_id))["seat"]["timing"]
+    late = timing["late_playback_ticks"]
+    assert timing["tick_lag_s"]["max"] >= 0.9 and late and min(late) >= 25, timing  # the stall, and only after it
+    assert timing["late_input_frames"] == 0  # the person's frames queued meanwhile and were all recorded
+    if grow:
+        assert timing["played_frames"] == 50 and len(timing["playback_delay_changes"]) >= 1
+        assert timing["playback_delay_changes"][-1][1] >= timing["playback_delay_s"] + 0.7
+    else:
+        assert timing["played_frames"] == 50 - len(late) and timing["playback_delay_changes"] == []

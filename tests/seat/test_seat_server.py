@@ -31,9 +31,9 @@ HEADER = struct.Struct("<I")
 PARTNER_SCRIPT = [{"start_s": 2.0, "end_s": 3.0, "text": "the partner answers", "amplitude": 0.05}]
 
 
-def seat_config(window_s: float = 4.0) -> dict:
-    config = scripted_config(models={"someone": {"adapter": "person", "label": "Person"},
-                                     "partner": {"adapter": "scripted", "params": {"script": PARTNER_SCRIPT}}},
+def seat_config(window_s: float = 4.0, partner: dict | None = None) -> dict:
+    partner = partner or {"adapter": "scripted", "params": {"script": PARTNER_SCRIPT}}
+    config = scripted_config(models={"someone": {"adapter": "person", "label": "Person"}, "partner": partner},
                              window_s=window_s, cross_play_only=True)
     config["bridge"]["lead_in_s"] = 1.5
     config["results_dir"] = "results"

@@ -191,7 +191,8 @@ class SeatConversation(_Live):
 
 # What the page measures and reports at the end (docs/seat.md, "Timing").
 BROWSER_TIMING = ("playback_delay_s", "output_latency_s", "jitter_buffer_s", "late_playback_frames", "late_playback_ticks",
-                  "played_frames", "round_trip_ms", "context_rate", "capture_offset_s", "mic_open_s", "echo_cancellation")
+                  "played_frames", "round_trip_ms", "context_rate", "capture_offset_s", "mic_open_s", "echo_cancellation",
+                  "playback_grows", "playback_delay_changes")
 
 
 def results_recording(config: Mapping[str, Any], root: Path, row: Conversation) -> str:

@@ -180,8 +180,12 @@ class Seat:
                     await self._seat(ws, self._row(self.rows, query))
                 elif url.path == "/ws/listen":
                     await self._listen(ws, self._row(self.listen_rows, query))
-            except InputError as exc:
+            except (InputError, AgentError) as exc:
                 await _send_quietly(ws, {"type": "error", "message": str(exc)})
+            except Exception as exc:  # the page must hear of it, or it waits for ever; the log keeps the rest
+                await _send_quietly(ws, {"type": "error", "message": f"the seat failed: {type(exc).__name__}: {exc}; "
+                                                                    "nothing was kept"})
+                raise
 
     async def _seat(self, ws: ServerConnection, row: Conversation) -> None:
         first = json.loads(await ws.recv())

@@ -4,12 +4,18 @@
 export const FRAME_S = 0.08;
 export const RATE = 24000;
 
+// With `grow`, a late frame instead moves the playback delay up by its lateness plus the jitter
+// buffer, so that frame and every later one are heard, later (a growing jitter buffer); each change
+// is kept as [tick, delay].
 export class Player {
-  constructor(ctx, jitterS, channels = 1) {
+  constructor(ctx, jitterS, channels = 1, grow = false) {
     this.ctx = ctx;
     this.jitterS = jitterS;
     this.channels = channels;
+    this.grow = grow;
     this.delay = null;
+    this.initialDelay = null;
+    this.changes = [];
     this.late = [];
     this.played = 0;
   }
@@ -18,11 +24,14 @@ export class Player {
   play(t0, tick, samples) {
     const ctx = this.ctx;
     const frame = samples.length / this.channels;
-    if (this.delay === null) this.delay = ctx.currentTime - (t0 + tick * FRAME_S) + this.jitterS;
-    const when = t0 + tick * FRAME_S + this.delay;
+    if (this.delay === null) this.delay = this.initialDelay = ctx.currentTime - (t0 + tick * FRAME_S) + this.jitterS;
+    let when = t0 + tick * FRAME_S + this.delay;
     if (when < ctx.currentTime + 0.002) {
       this.late.push(tick);
-      return;
+      if (!this.grow) return;
+      this.delay += ctx.currentTime - when + this.jitterS;
+      this.changes.push([tick, this.delay]);
+      when = t0 + tick * FRAME_S + this.delay;
     }
     const buffer = ctx.createBuffer(this.channels, frame, RATE);
     for (let c = 0; c < this.channels; c++) buffer.copyToChannel(samples.subarray(c * frame, (c + 1) * frame), c);

@@ -4,6 +4,8 @@ import { Player, FRAME_S, query, socketUrl, summary, withToken } from './player.
 const $ = (id) => document.getElementById(id);
 const show = (id) => { for (const s of ['list', 'card-view', 'talk-view', 'end-view']) $(s).classList.toggle('hidden', s !== id); };
 const JITTER_S = Number(query('jitter', '0.2'));
+// `?grow=1`: late model frames raise the playback delay instead of being skipped (player.js).
+const GROW = query('grow', '0') === '1';
 const AEC = query('aec', '1') !== '0';
 // The audio context's rate: 24 kHz unless asked (`?rate=48000`); at another rate the worklet resamples.
 const CONTEXT_RATE = Number(query('rate', '24000'));  // echo cancellation: on unless the person wears headphones (or a test feeds a file)
@@ -72,7 +74,7 @@ async function talk() {
   const mute = ctx.createGain();
   mute.gain.value = 0;
   source.connect(node).connect(mute).connect(ctx.destination);
-  const player = new Player(ctx, JITTER_S);
+  const player = new Player(ctx, JITTER_S, 1, GROW);
   const rtts = [];
   const pings = new Map();
   let workletStart = null, base = null, t0 = null, streaming = false, pinger = null, sent = 0;
@@ -114,10 +116,10 @@ async function talk() {
       stop();
       status.textContent = 'Saving…';
       ws.send(JSON.stringify({
-        type: 'stats', playback_delay_s: player.delay, output_latency_s: (ctx.outputLatency || 0) + (ctx.baseLatency || 0),
+        type: 'stats', playback_delay_s: player.initialDelay, output_latency_s: (ctx.outputLatency || 0) + (ctx.baseLatency || 0),
         late_playback_frames: player.late.length, late_playback_ticks: player.late, played_frames: player.played,
         round_trip_ms: summary(rtts), context_rate: ctx.sampleRate, capture_offset_s: t0 - workletStart, mic_open_s: micOpen,
-        echo_cancellation: AEC, jitter_buffer_s: JITTER_S,
+        echo_cancellation: AEC, jitter_buffer_s: JITTER_S, playback_grows: GROW, playback_delay_changes: player.changes,
       }));
     } else if (m.type === 'saved') {
       document.body.dataset.state = 'saved';
