@@ -298,3 +298,24 @@ def test_plan_prints_engine_gpu_hours_for_all_three_models(tmp_path):
                for r in rows for m in (r.model_a, r.model_b) if m == "minicpmo") / 3600
     assert plan["engines"]["gpu_hours_by_model"]["minicpmo"] == pytest.approx(mini)
     assert FRAME_SECONDS == 0.08
+
+
+def test_a_silent_session_loses_its_turn_to_the_next_job(sockdir, minicpmo_params):
+    """A job that holds MiniCPM-o's one turn and then sends nothing past the step timeout is dropped,
+    and the job waiting behind it gets the turn (the engine goes on)."""
+    sock = sockdir / "minicpmo.sock"
+    proc = start_host(sock, "minicpmo_duplex:StandInMiniCPMOEngine", "minicpmo", minicpmo_params, step_timeout_s=1.5)
+    try:
+        hung = EngineAgent("minicpmo", sock, step_timeout_s=10)
+        hung.open(sessions_for("hung", 20)["a"])
+        hung.step(np.zeros(1920, np.float32))
+        t0 = time.monotonic()
+        waiting = EngineAgent("minicpmo", sock, step_timeout_s=10)  # READY only once the silent one is dropped
+        assert 1.0 < time.monotonic() - t0 < 10
+        result = run_bridge({"a": waiting, "b": partner()}, sessions_for("next", 20), 20, 3, "a")
+        assert result.ticks == 20 and result.agent_info["a"]["extra"]["engine_session_number"] == 2
+        with pytest.raises(AgentError):
+            hung.step(np.zeros(1920, np.float32))
+    finally:
+        log = stop_host(proc)
+    assert "dropped a session silent for 1.5 s" in log
