@@ -82,7 +82,8 @@ def test_every_product_figure_and_the_report(project):
         "--captions", str(REPO / "workflow" / "report"), "--versions", str(t / "versions.tsv"),
         "--config-file", str(t / "config.yaml"), "--out", str(t / "report.html"))
     page = (t / "report.html").read_text()
-    assert page.count("<section") == len(tables) + len(figures) + 2
+    assert page.count("<section id=") == len(tables) + len(figures) + 2
+    assert page.count("<section class='card'") >= 2  # a model card per model (dyafdb.analysis.cards)
     assert "Demo quality" in page and "data:image/png;base64," in page
     assert "Task-score matrix of one archetype" in page  # the caption of score_*.html
     assert "(.50)" in (t / "score_T3-1.html").read_text()
