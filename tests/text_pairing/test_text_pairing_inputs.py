@@ -77,3 +77,23 @@ def test_the_archetype_list_is_written_once():
         found += [f"{path.relative_to(REPO)}:{n}" for n, names in _lists_of_strings(tree) if set(paper) <= set(names)
                   and len(names) == len(paper)]
     assert not found, f"the text pairing's archetypes written again (read text_pairing.archetypes instead): {found}"
+
+
+def test_the_score_rule_depends_on_its_judge_alone(tmp_path):
+    # another judge, or a default the schema gains, must not rerun the text pairing's scoring
+    local = {"backend": "llamacpp", "threads": 1}
+    write_suite(tmp_path, archetypes=("T2",))
+
+    def params(judges, **text):
+        cfg = scripted_config()
+        cfg["suites"]["t"]["archetypes"] = ["T2"]
+        cfg["scenarios_dir"] = str(tmp_path / "scenarios")
+        cfg["judge"] = {"judges": judges}
+        cfg["text_pairing"] = {"enabled": True, "models": {"q": {"backend": "llamacpp"}}, **text}
+        cfg = validate_config(cfg, "test")
+        return TextPairingInputs(cfg, {r.conversation_id: r for r in build_design(cfg)}, "results").judge()
+
+    alone = params({"t": local}, judge="t")
+    assert params({"t": local, "other": {"backend": "openai", "model": "m"}}, judge="t") == alone
+    assert params({"t": {**local, "n_ctx": 4096}}, judge="t") != alone
+    assert '"judge": "t"' in alone

@@ -7,9 +7,10 @@ Cheap by design: it runs while Snakemake plans. The archetypes are the configure
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any, Mapping
 
-from dyafdb.judge.settings import judge_settings
+from dyafdb.judge.inputs import JudgeInputs
 from dyafdb.paths import Results
 from dyafdb.text_pairing.pairing import text_questions
 
@@ -19,7 +20,8 @@ class TextPairingInputs:
         self.config = config
         self.results = Results(results)
         self.section: Mapping[str, Any] = config["text_pairing"]  # validated: the schema filled its defaults
-        self.judges = judge_settings(config)
+        self.judging = JudgeInputs(config, conversations, results)
+        self.judges = self.judging.judges
         scenarios: dict[str, set[str]] = {}
         for row in conversations.values():
             scenarios.setdefault(row.archetype, set()).add(f"{config['scenarios_dir']}/{row.archetype}/{row.scenario}.yaml")
@@ -60,4 +62,9 @@ class TextPairingInputs:
         return spec.threads if spec is not None and spec.backend == "llamacpp" else 1
 
     def judge(self) -> str:
-        return json.dumps({"judge": self.section.get("judge"), "judges": self.config.get("judge")}, sort_keys=True, default=str)
+        """The text judge's name and what its answers depend on, as the judge rule's params say it (a
+        default the schema gains, or another judge's settings, reruns nothing)."""
+        name = self.section.get("judge") or self.judges.main_judge
+        known = name in self.judges.judges
+        return json.dumps({"judge": name, "spec": self.judging.spec(SimpleNamespace(judge=name)) if known else None},
+                          sort_keys=True, default=str)
