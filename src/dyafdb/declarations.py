@@ -29,6 +29,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from dyafdb.errors import InputError
+
 T = TypeVar("T")
 
 # The package whose source declares each kind (its decorator has the kind's name).
@@ -166,7 +168,8 @@ def _from_entry_points(kind: str) -> list[Declaration]:
         try:
             out += _scan_source(*module_source(module.strip()), kind)
         except ModuleNotFoundError as exc:
-            raise RuntimeError(f"{where}: cannot find module {module.strip()!r} ({exc})") from None
+            raise InputError(f"{where}: cannot find module {module.strip()!r} ({exc}); fix that package's "
+                             "entry point or uninstall it") from None
     return out
 
 
@@ -181,8 +184,8 @@ def declared(kind: str) -> dict[str, Declaration]:
     out: dict[str, Declaration] = {}
     for d in found:
         if d.name in out:
-            raise RuntimeError(f"@{kind}({d.name!r}) is declared twice: {out[d.name].where} ({out[d.name].path}) "
-                               f"and {d.where} ({d.path})")
+            raise InputError(f"@{kind}({d.name!r}) is declared twice: {out[d.name].where} ({out[d.name].path}) "
+                             f"and {d.where} ({d.path}); rename one")
         out[d.name] = d
     return out
 

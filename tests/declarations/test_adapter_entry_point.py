@@ -60,3 +60,13 @@ def test_without_the_package_the_name_is_refused():
     cfg["models"]["talker"] = {"adapter": "labtalker"}
     with pytest.raises(InputError, match="models.talker.adapter"):
         validate_config(cfg, "cfg.yaml")
+
+
+def test_a_name_taken_twice_is_refused_naming_both(tmp_path, monkeypatch):
+    plugins.install(tmp_path / "site", monkeypatch, "lab-agent", {"lab_agent": LAB},
+                    {group("adapter"): {"null": "lab_agent:LabAgent"}})
+    try:
+        with pytest.raises(InputError, match=r"@adapter\('null'\) is declared twice: .*null\.py.*lab-agent"):
+            registry.adapters()
+    finally:
+        plugins.forget()

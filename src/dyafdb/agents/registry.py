@@ -21,11 +21,19 @@ from dyafdb.errors import InputError
 PACKAGE = "dyafdb.agents"
 # ``@adapter("name")`` on the class: ``adapter: name`` in config
 adapter = decorator("adapter")
+# ``@engine("name")`` on an engine model class: it hosts the sessions of adapter ``name`` in one model
+# load (dyafdb.agents.engine); a lab's package adds one through entry point group ``dyafdb.engines``
+engine = decorator("engine")
 
 
 def adapters() -> dict[str, str]:
     """Declared adapter name (built in, or from an installed package's entry point) -> ``module:Class``, in name order."""
     return declared_classes(PACKAGE, "adapter")
+
+
+def engines() -> dict[str, str]:
+    """Adapter name -> ``module:Class`` of its engine (built in, or from an installed package), in name order."""
+    return declared_classes(PACKAGE, "engine")
 
 
 def adapter_names() -> list[str]:
