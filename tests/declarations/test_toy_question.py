@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
+import pandas as pd
 import pytest
 
 import plugins
@@ -73,6 +74,14 @@ def test_a_question_declared_once_is_asked_allowed_counted_and_shown(tmp_path, t
 
     # the measure columns: a judged measure whose label the judge chose (Table 8, judge checks)
     assert "polite" in C.JUDGED_MEASURES and "polite" in C.JUDGE_LABEL_MEASURES
+    from dyafdb.analysis.judge_checks import judge_checks_table
+
+    answers = pd.DataFrame([{**{c: "" for c in (*C.REQUIRED_COLUMNS, *C.OPTIONAL_COLUMNS)}, C.CONVERSATION: f"c{i}",
+                             C.ARCHETYPE: "T1-1", C.SIDE: "a", C.MEASURE: "polite", C.JUDGE: "main",
+                             C.VALUE: str(int(label == "yes")), C.LABEL: label}
+                            for i, label in enumerate(["yes", "yes", "no"])])
+    checks = judge_checks_table(answers)
+    assert checks[["measure", "answers", "spread"]].values.tolist() == [["polite", 3, "yes 2, no 1"]]
 
     # the viewer shows it as yes/no, and the annotation page asks it in its generic form
     assert "polite" in boolean() and show("polite", 1, "yes") == "yes"
