@@ -1,7 +1,7 @@
 """Defaults are written once, in the schemas: every config read in the source is checked against them.
 
-An AST walk of src/dyafdb finds (1) every dataclass field default and (2) every ``.get("key", default)``
-and ``.get("key") or default``. Where the key (or field) is a setting of a config schema, a literal
+An AST walk of src/dyafdb finds (1) every dataclass field default, (2) every ``.get("key", default)``
+and ``.get("key") or default``, and (3) every function parameter's and command-line option's default. Where the key (or field) is a setting of a config schema, a literal
 default in the code is a second place for the number: it restates the schema's (and drifts when the
 schema changes) or contradicts it (then the code and the docs disagree), or it is a default the
 schema does not have. Code reads the validated config (the validator fills every default in) or,
@@ -70,6 +70,18 @@ NOT_CONFIG_GETS: dict[tuple[str, str], str] = {
 }
 
 
+# Function parameters and command-line options named like a setting that are not that setting (why).
+NOT_CONFIG_PARAMETERS: dict[tuple[str, str, str], str] = {
+    ("src/dyafdb/agents/cascade/models.py", "get_models", "threads"): "the CPU agent's own threads, not a judge's or text model's",
+    ("src/dyafdb/score/health/dnsmos.py", "_session", "threads"): "DNSMOS's ONNX session threads (health.asr_threads is Whisper's)",
+    ("src/dyafdb/share/bundle.py", "collect", "audio"): "a bundle's audio (none, preview, full), not the viewer's codec",
+    ("src/dyafdb/share/bundle.py", "write_bundle", "audio"): "a bundle's audio (none, preview, full), not the viewer's codec",
+    ("src/dyafdb/analysis/variance.py", "decompose_file", "cross_play_only"): "`dyafdb analysis variance-cells`'s flag for a cells file outside any config",
+    ("src/dyafdb/llm/anthropic_api.py", "_reply", "batch"): "whether one reply came through a batch",
+    ("src/dyafdb/record/bridge.py", "run_bridge", "progress"): "the bridge as a library prints nothing unless asked; the recorder passes bridge.progress",
+}
+
+
 def _schema_node(path: tuple[str, ...]) -> dict[str, Any]:
     root: Any = load_schema(path[0])
     node = root
@@ -82,13 +94,14 @@ def _schema_node(path: tuple[str, ...]) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=None)
-def settings() -> frozenset[str]:
-    """Every setting name of every config schema, at any depth."""
+def settings(with_default: bool = False) -> frozenset[str]:
+    """Every setting name of every config schema, at any depth (only those with a default)."""
     names: set[str] = set()
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
-            names.update(k for k, v in (node.get("properties") or {}).items() if isinstance(v, dict))
+            names.update(k for k, v in (node.get("properties") or {}).items()
+                         if isinstance(v, dict) and (not with_default or "default" in v))
             for v in node.values():
                 walk(v)
         elif isinstance(node, list):
@@ -160,6 +173,26 @@ def config_gets() -> Iterator[tuple[str, int, str, ast.AST]]:
                 yield rel, node.lineno, key.value, default
 
 
+def parameter_defaults() -> Iterator[tuple[str, int, str, str, ast.AST]]:
+    """(file, line, function, parameter, default) for every function parameter with a default, and
+    (file, line, "add_argument", option as a setting name, default) for every command-line option's."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(REPO))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                positional = a.posonlyargs + a.args
+                pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+                pairs += [(k, d) for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+                for arg, default in pairs:
+                    yield rel, node.lineno, node.name, arg.arg, default
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and node.args:
+                option = node.args[0]
+                default = next((k.value for k in node.keywords if k.arg == "default"), None)
+                if isinstance(option, ast.Constant) and str(option.value).startswith("--") and default is not None:
+                    yield rel, node.lineno, "add_argument", str(option.value)[2:].replace("-", "_"), default
+
+
 def _schema_default(nodes: tuple[tuple[str, ...], ...], name: str) -> tuple[bool, Any]:
     """(whether a node of ``nodes`` has setting ``name``, its default or a marker when it has none)."""
     for path in nodes:
@@ -180,6 +213,7 @@ def _property(nodes: tuple[tuple[str, ...], ...], name: str) -> dict[str, Any]:
 def restated_defaults() -> list[str]:
     out = []
     names = settings()
+    with_default = settings(with_default=True)
     for cls, name, line, default in dataclass_defaults():
         where = f"{cls.split(':')[0].replace('.', '/')}.py:{line} {cls.split(':')[1]}.{name}"
         if cls in NOT_CONFIG:
@@ -195,6 +229,10 @@ def restated_defaults() -> list[str]:
         elif name in names and _literal(default):
             out.append(f"{where} = {ast.unparse(default)}: a setting's name with a default of its own "
                        "(map the class in SECTIONS, or list it in NOT_CONFIG with why)")
+    for rel, line, function, name, default in parameter_defaults():
+        if name in with_default and _literal(default) and (rel, function, name) not in NOT_CONFIG_PARAMETERS:
+            out.append(f"{rel}:{line} {function}({name}={ast.unparse(default)}): a setting's default written again; "
+                       "take the schema's (schema_default) or let the caller pass the config's")
     for rel, line, key, default in config_gets():
         if key in names and _literal(default) and (rel, key) not in NOT_CONFIG_GETS:
             out.append(f"{rel}:{line} .get({key!r}, {ast.unparse(default)}): read the validated config "
@@ -236,12 +274,14 @@ def test_the_walk_finds_what_it_should(tmp_path, monkeypatch):
         "    cpu_threads: int = schema_default('config-garble', 'cpu_threads')\n"  # fine
         "    model: str | None = None\n"                      # not set: fine
         "@dataclass\nclass Other:\n    beam_size: int = field(default=2)\n"  # unmapped, a setting's name
-        "def f(section):\n"
+        "def f(section, beam_size=3, misc=2):\n"                   # a parameter named like a setting
+        "    parser.add_argument('--cpu-threads', type=int, default=2)\n"  # an option named like one
         "    return section.get('language', 'en'), section.get('compute_type') or 'int8', section.get('misc', 1)\n")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", pkg)
     monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
     found = restated_defaults()
-    assert len(found) == 5, found
+    assert len(found) == 7, found
+    assert any("f(beam_size=3)" in f for f in found) and any("add_argument(cpu_threads=2)" in f for f in found)
     assert any("GarbleSettings.first_pass_s = 30.0 restates" in f for f in found)
     assert any("GarbleSettings.rerecordings = 3 contradicts the schema's (5)" in f for f in found)
     assert any("Other.beam_size = 2: a setting's name" in f for f in found)

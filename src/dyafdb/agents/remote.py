@@ -20,6 +20,7 @@ import numpy as np
 
 from dyafdb.agents import wire
 from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
+from dyafdb.schema_check import model_default
 
 DEFAULT_COMMAND = (sys.executable, "-m", "dyafdb.agents.worker")
 
@@ -67,7 +68,8 @@ class RemoteAgent(WireSession):
 
     def __init__(self, name: str, adapter: str, params: dict[str, Any] | None = None,
                  command: Sequence[str] | None = None, env: dict[str, str] | None = None,
-                 startup_timeout_s: float = 600.0, step_timeout_s: float = 60.0, log_path: str | None = None,
+                 startup_timeout_s: float = float(model_default("worker", "startup_timeout_s")),
+                 step_timeout_s: float = float(model_default("worker", "step_timeout_s")), log_path: str | None = None,
                  wait: bool = True):
         """Start the worker and send INIT; with ``wait=False`` the caller calls :meth:`wait_ready`
         later, so several workers load their models at the same time."""

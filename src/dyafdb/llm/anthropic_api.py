@@ -9,14 +9,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Mapping
 
-from dyafdb.llm.base import Malformed, ModelSpec, Probe, Reply, Request, RetryingClient, RetryPolicy
+from dyafdb.llm.base import Malformed, ModelSpec, Probe, Reply, Request, RetryingClient, RetryPolicy, judge_default
 from dyafdb.llm.sdk import classify, lookup_model, parse_raw, probe_failure, require
 
 
 class AnthropicClient(RetryingClient):
     """``messages.create``; :meth:`complete_batch` sends many through ``messages.batches``."""
 
-    def __init__(self, spec: ModelSpec, policy: RetryPolicy, batch_poll_s: float = 30.0):
+    def __init__(self, spec: ModelSpec, policy: RetryPolicy, batch_poll_s: float = float(judge_default("batch_poll_s"))):
         import anthropic
 
         super().__init__(spec, policy)

@@ -35,7 +35,7 @@ from dyafdb.llm.secrets import guard_sdk_logs, public_endpoint, register_key, re
 from dyafdb.schema_check import load_schema, schema_default
 
 
-def _judge_default(key: str) -> Any:
+def judge_default(key: str) -> Any:
     """A client's default is the judge's (the text pairing passes its own): the section's, else a judge entry's."""
     schema = load_schema("config-judge")
     if "default" in schema["properties"].get(key, {}):
@@ -69,10 +69,10 @@ class Transient(Exception):
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    max_retries: int = _judge_default("max_retries")
-    backoff_s: float = float(_judge_default("backoff_s"))
-    max_backoff_s: float = float(_judge_default("max_backoff_s"))
-    timeout_s: float = float(_judge_default("timeout_s"))  # the deadline on one whole try (see the module's docstring)
+    max_retries: int = judge_default("max_retries")
+    backoff_s: float = float(judge_default("backoff_s"))
+    max_backoff_s: float = float(judge_default("max_backoff_s"))
+    timeout_s: float = float(judge_default("timeout_s"))  # the deadline on one whole try (see the module's docstring)
     timeout_key: str = ""  # the config key that sets timeout_s, named when a try runs out of time
 
     def delay(self, attempt: int, retry_after: str | None = None) -> float:
@@ -97,12 +97,12 @@ class ModelSpec:
     config_key: str = ""
     base_url: str | None = None
     api_key_env: str | None = None
-    max_tokens: int = _judge_default("max_tokens")
-    temperature: float = float(_judge_default("temperature"))
+    max_tokens: int = judge_default("max_tokens")
+    temperature: float = float(judge_default("temperature"))
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     model_path: str | None = None
-    n_ctx: int = _judge_default("n_ctx")
-    threads: int = _judge_default("threads")
+    n_ctx: int = judge_default("n_ctx")
+    threads: int = judge_default("threads")
     seed: int | None = None
     prompt_cache: bool = True  # llama.cpp: a request may start from any earlier prompt's prefix (dyafdb.localmodels.llama_server)
     slots: int = 1  # llama.cpp: private KV caches of n_ctx tokens each (Request.slot)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 
 from dyafdb.errors import InputError
-from dyafdb.llm.base import BACKENDS, Client, ModelSpec, Reply, Request, RetryPolicy
+from dyafdb.llm.base import BACKENDS, Client, ModelSpec, Reply, Request, RetryPolicy, judge_default
 
 
-def make_client(spec: ModelSpec, policy: RetryPolicy = RetryPolicy(), batch_poll_s: float = 30.0) -> Client:
+def make_client(spec: ModelSpec, policy: RetryPolicy = RetryPolicy(),
+                batch_poll_s: float = float(judge_default("batch_poll_s"))) -> Client:
     """The client for ``spec.backend``; a missing API key or GGUF file stops here, before any request."""
     if spec.backend == "anthropic":
         from dyafdb.llm.anthropic_api import AnthropicClient

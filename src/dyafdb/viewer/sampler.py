@@ -23,6 +23,7 @@ import numpy as np
 
 from dyafdb.judge.rubric import questions_for
 from dyafdb.errors import InputError
+from dyafdb.schema_check import schema_default
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ def scored_seats(archetype: str, questions: Sequence[str] | None = None) -> tupl
     return tuple(sorted(seats))
 
 
-def sample(candidates: Sequence[Candidate], per_archetype: Mapping[str, int], seed: int = 0,
+def sample(candidates: Sequence[Candidate], per_archetype: Mapping[str, int],
+           seed: int = schema_default("config-viewer", "annotation", "seed"),
            questions: Sequence[str] | None = None) -> list[Pick]:
     """The annotation sample, in the (shuffled) order raters see it."""
     picks: list[Pick] = []

@@ -24,6 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
+from dyafdb.schema_check import model_default
 
 
 class BatchModel(Protocol):
@@ -44,7 +45,8 @@ def _model_prompting(model: object) -> bool:
 
 
 class TickBatcher:
-    def __init__(self, model: BatchModel, max_wait_s: float = 0.01, step_timeout_s: float = 60.0):
+    def __init__(self, model: BatchModel, max_wait_s: float = 0.01,
+                 step_timeout_s: float = float(model_default("worker", "step_timeout_s"))):
         self.model = model
         self.max_wait_s = max_wait_s
         self.step_timeout_s = step_timeout_s

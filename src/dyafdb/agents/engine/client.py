@@ -17,6 +17,7 @@ from pathlib import Path
 from dyafdb.agents import wire
 from dyafdb.agents.base import AgentError
 from dyafdb.agents.remote import WireSession
+from dyafdb.schema_check import model_default
 
 
 ENGINES_ENV = "DYAFDB_ENGINES"
@@ -75,7 +76,8 @@ def _listening(path: Path) -> bool:
 class EngineAgent(WireSession):
     """One session in an engine, over its Unix socket (the protocol methods are WireSession's)."""
 
-    def __init__(self, name: str, socket_path: str | Path, step_timeout_s: float = 60.0, connect_timeout_s: float = 600.0):
+    def __init__(self, name: str, socket_path: str | Path, step_timeout_s: float = float(model_default("worker", "step_timeout_s")),
+                 connect_timeout_s: float = float(model_default("worker", "startup_timeout_s"))):
         self.name = name
         self.socket_path = Path(socket_path)
         self.step_timeout_s = step_timeout_s

@@ -37,6 +37,7 @@ from dyafdb.agents import wire
 from dyafdb.agents.base import AgentError, Session, check_frame
 from dyafdb.agents.engine.batcher import TickBatcher
 from dyafdb.agents.engine.sessions import SessionPool
+from dyafdb.schema_check import model_default
 
 
 class EngineHost:
@@ -188,10 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--adapter", required=True)
     parser.add_argument("--model", required=True)
     parser.add_argument("--params", default="{}", help="the model's params as JSON")
-    parser.add_argument("--sessions", type=int, default=16, help="slots: sessions stepped in one batch")
-    parser.add_argument("--max-wait-ms", type=float, default=10.0, help="longest wait to fill a batch")
-    parser.add_argument("--step-timeout-s", type=float, default=60.0, help="drop a session silent this long")
-    parser.add_argument("--idle-exit-s", type=float, default=600.0, help="exit after this long without sessions")
+    parser.add_argument("--sessions", type=int, default=model_default("engine", "sessions"), help="slots: sessions stepped in one batch")
+    parser.add_argument("--max-wait-ms", type=float, default=float(model_default("engine", "max_wait_ms")), help="longest wait to fill a batch")
+    parser.add_argument("--step-timeout-s", type=float, default=float(model_default("worker", "step_timeout_s")), help="drop a session silent this long")
+    parser.add_argument("--idle-exit-s", type=float, default=float(model_default("engine", "idle_exit_s")), help="exit after this long without sessions")
     args = parser.parse_args(argv)
     from dyafdb.agents import worker
 

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
+from dyafdb.schema_check import model_default
 
 
 class EngineFailure(AgentError):
@@ -49,7 +50,7 @@ class SessionModel(Protocol):
 class SessionPool:
     """The host's view of a :class:`SessionModel`: turns, handles, faults (the TickBatcher's interface)."""
 
-    def __init__(self, model: SessionModel, step_timeout_s: float = 60.0):
+    def __init__(self, model: SessionModel, step_timeout_s: float = float(model_default("worker", "step_timeout_s"))):
         self.model = model
         self.step_timeout_s = step_timeout_s
         self.concurrent = max(1, int(model.concurrent))
