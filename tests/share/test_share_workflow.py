@@ -435,3 +435,22 @@ def test_a_secret_in_a_file_stops_the_bundle(project, tmp_path, monkeypatch, cap
     err = capsys.readouterr().err
     assert transcript.name in err and "secret" in err and key not in err
     assert not out.exists()
+
+
+def test_the_workflow_plans_a_configured_bundle_as_an_input_of_the_runs_tables(tmp_path):
+    from dyafdb.analysis.inputs import AnalysisInputs
+    from dyafdb.config import validate_config
+    from dyafdb.suite.design import build_design
+
+    write_suite(tmp_path, archetypes=ARCHETYPES)
+    cfg = _config("http://127.0.0.1:9/v1", models=("talker",))
+    plain = validate_config(cfg, "plain")
+    cfg["analysis"]["bundles"] = ["lab.tar.gz"]
+    merged = validate_config(cfg, "merged")
+    rows = {r.conversation_id: r for r in build_design(plain, tmp_path)}
+    wildcards = type("W", (), {"task": "T1-1"})()
+    assert "lab.tar.gz" not in AnalysisInputs(plain, rows, "results").archetype_files(wildcards)
+    assert "lab.tar.gz" in AnalysisInputs(merged, rows, "results").archetype_files(wildcards)
+    # a run without bundles keeps the params it had (nothing reruns for the new key); one with them reruns
+    assert "bundles" not in AnalysisInputs(plain, rows, "results").runs_settings()
+    assert "lab.tar.gz" in AnalysisInputs(merged, rows, "results").runs_settings()

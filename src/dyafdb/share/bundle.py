@@ -292,7 +292,9 @@ def write_bundle(config: Mapping[str, Any], root: Path, out: Path, audio: str = 
         created = created or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         doc = results_document(config, root, rows, members, tables, audio, recordings, created)
     check_document(doc, str(out))
-    body = json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    local = sorted({str(Path(p).resolve()) for p in (root, results.root, Path.home())}, key=len, reverse=True)
+    # the config may name local places too (a model's weights): written relative, secrets refused
+    body = _clean(RESULTS_JSON, json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8"), local)
     members = {RESULTS_JSON: body, **members}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp_out = out.with_name(f".{out.name}.partial-{os.getpid()}")
