@@ -28,7 +28,6 @@ LAB = textwrap.dedent('''
 
 @pytest.fixture
 def lab_adapter(tmp_path, monkeypatch):
-    monkeypatch.delitem(sys.modules, "lab_agent", raising=False)
     plugins.install(tmp_path / "site", monkeypatch, "lab-agent", {"lab_agent": LAB},
                     {group("adapter"): {"labtalker": "lab_agent:LabAgent"}})
     yield

@@ -93,3 +93,17 @@ def test_a_metric_declared_once_reaches_measures_tables_report_and_viewer(tmp_pa
 
 def test_without_the_plugin_the_metric_is_gone():
     assert "toy_overlap" not in C.TURN_TAKING
+
+
+def test_a_misdeclared_metric_is_refused_naming_its_line(tmp_path, monkeypatch):
+    from dyafdb.errors import InputError
+    from dyafdb.score.turntaking import metrics
+
+    bad = TOY.replace('unit="share"', 'unit="percent"')
+    plugins.install(tmp_path / "site", monkeypatch, "toy-metric", {"toy_metric": bad},
+                    {"dyafdb.metrics": {"toy_overlap": "toy_metric"}})
+    try:
+        with pytest.raises(InputError, match=r"toy_metric\.py:\d+: @metric\('toy_overlap'\): unit='percent'; choose one of share"):
+            metrics()
+    finally:
+        plugins.forget()

@@ -4,6 +4,7 @@ The registries (dyafdb.declarations) read it as they read the package's own decl
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from dyafdb import declarations
@@ -16,6 +17,7 @@ def install(root: Path, monkeypatch, name: str, modules: dict[str, str], entry_p
     root.mkdir(parents=True, exist_ok=True)
     for module, source in modules.items():
         (root / f"{module}.py").write_text(source, encoding="utf-8")
+        monkeypatch.delitem(sys.modules, module, raising=False)  # another test's module of that name
     info = root / f"{name.replace('-', '_')}-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n", encoding="utf-8")

@@ -68,6 +68,7 @@ import numpy as np
 from dyafdb.clock import FRAME_SECONDS
 from dyafdb.config import float_section
 from dyafdb.declarations import declared, decorator, derived
+from dyafdb.errors import InputError
 from dyafdb.schema_check import schema_default
 from dyafdb.score.vad import Interval, frames_ceil, to_mask
 
@@ -125,7 +126,13 @@ class Metric:
 @derived
 def metrics() -> tuple[Metric, ...]:
     """Every declared metric (this module's, in source order, then an installed package's), resolved."""
-    return tuple(Metric(name=name, compute=d.resolve(), **d.fields) for name, d in declared("metric").items())
+    out = []
+    for name, d in declared("metric").items():
+        try:
+            out.append(Metric(name=name, compute=d.resolve(), **d.fields))
+        except (TypeError, ValueError) as exc:  # a field misspelt or out of range: say where
+            raise InputError(f"{d.where}: {exc}") from None
+    return tuple(out)
 
 
 def __getattr__(name: str) -> Any:
