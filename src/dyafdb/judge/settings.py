@@ -17,14 +17,10 @@ from dyafdb.llm.secrets import register_key_env
 from dyafdb.paths import results_of
 from dyafdb.schema_check import fill_defaults, load_schema, schema_default
 
-# The paper's judges (Appendix D): Claude Opus-5 answers every question, Sonnet-5 answers them
-# again. Model ids are config values: set the exact ids your account offers.
-DEFAULT_JUDGES: dict[str, dict[str, Any]] = {
-    "main": {"backend": "anthropic", "model": "claude-opus-5"},
-    "second": {"backend": "anthropic", "model": "claude-sonnet-5"},
-}
-# With ``demo_quality: true`` (the laptop demo) and no judges configured: the local llama.cpp model.
-DEMO_JUDGES: dict[str, dict[str, Any]] = {"demo": {"backend": "llamacpp"}}
+# The judges when the config names none (the schema's judges: x-default, the paper's Claude Opus-5
+# and Sonnet-5 of Appendix D; x-demo-default with demo_quality: true, the local llama.cpp model).
+DEFAULT_JUDGES: dict[str, dict[str, Any]] = load_schema("config-judge")["properties"]["judges"]["x-default"]
+DEMO_JUDGES: dict[str, dict[str, Any]] = load_schema("config-judge")["properties"]["judges"]["x-demo-default"]
 # The section's own defaults are written in its schema; a raw (unvalidated) config reads the same ones,
 # and so does a judge: its schema's defaults, then those of its backend (x-backend-defaults there).
 SECTION_DEFAULTS: dict[str, Any] = fill_defaults({}, load_schema("config-judge"))
