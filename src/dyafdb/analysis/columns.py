@@ -96,11 +96,10 @@ def _derived(name: str) -> Any:
     from dyafdb.judge.rubric import judged_measures
     from dyafdb.score.turntaking import metrics
 
-    if name in ("TURN_TAKING", "TURN_TAKING_LABELS", "TURN_TAKING_UNITS", "TURN_TAKING_AGGREGATE"):
+    if name in ("TURN_TAKING", "TURN_TAKING_LABELS", "TURN_TAKING_UNITS"):
         tabled = [m for m in metrics() if m.table]
         return {"TURN_TAKING": tuple(m.name for m in tabled), "TURN_TAKING_LABELS": {m.name: m.label for m in tabled},
-                "TURN_TAKING_UNITS": {m.name: m.unit for m in metrics()},
-                "TURN_TAKING_AGGREGATE": {m.name: m.aggregate for m in tabled}}[name]
+                "TURN_TAKING_UNITS": {m.name: m.unit for m in metrics()}}[name]
     if name == "MEASURE_LABELS":
         # one spelling of every measure a reader sees (report, figures, viewer): the label its stage declares
         return {**{m.name: m.label for m in metrics()}, **HEALTH_LABELS}
@@ -115,8 +114,8 @@ def _derived(name: str) -> Any:
 
 
 # The lists above derived from the declarations, read at each use (a module attribute, PEP 562):
-# TURN_TAKING (metrics with a table), TURN_TAKING_LABELS, TURN_TAKING_UNITS, TURN_TAKING_AGGREGATE,
-# MEASURE_LABELS, JUDGED_MEASURES, JUDGE_LABEL_MEASURES.
+# TURN_TAKING (metrics with a table), TURN_TAKING_LABELS, TURN_TAKING_UNITS, MEASURE_LABELS,
+# JUDGED_MEASURES, JUDGE_LABEL_MEASURES.
 __getattr__ = _derived
 
 
