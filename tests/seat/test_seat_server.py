@@ -183,12 +183,19 @@ def test_study_mode_counterbalances_across_participants(seat_root):
     assert sorted(c[0].conversation_id for c in chosen) == sorted(r.conversation_id for r in rows)
     own = participant_config(config, seat_root, "p002")
     assert own["results_dir"] == "results/participants/p002"
-    assert [r.conversation_id for r in build_design(own, seat_root)] == [chosen[1][0].conversation_id]  # their share only
+    # their share only, the id tagged with the participant (two participants' sessions of a row never share one)
+    assert [r.conversation_id for r in build_design(own, seat_root)] == [chosen[1][0].conversation_id + "__p002"]
     with pytest.raises(InputError, match="never a name"):
         participant_config(config, seat_root, "alice")
     bad = {**config, "suites": {"t": {**config["suites"]["t"], "conversations": ["t1-1-nope__x__y__open-a__rep1__4s"]}}}
     with pytest.raises(InputError, match="suites.t.conversations lists 't1-1-nope"):
         build_design(bad, seat_root)
+    models_only = f"{rows[0].scenario}__partner__other__open-a__rep1__4s__p001"  # tagged, but no person in it
+    mixed = {**config, "suites": {"t": {**config["suites"]["t"], "models": ["partner", "someone", "other"],
+                                        "conversations": [models_only]}},
+             "models": {**config["models"], "other": config["models"]["partner"]}}
+    with pytest.raises(InputError, match="a participant tag belongs to a conversation with a person only"):
+        build_design(mixed, seat_root)
 
 
 def test_other_hosts_need_a_token_and_every_request_carries_it(seat_root):

@@ -2,7 +2,8 @@
 
 A model entry with ``adapter: person`` (``dyafdb seat``, docs/seat.md) is analysed like any model; its
 label says how many recordings of this results folder are a person's and how many distinct
-participants made them, so a reader sees the human reference's n beside its numbers.
+participants made them (several in a pool, `dyafdb seat --pool`), so a reader sees the human
+reference's n beside its numbers.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ each variant once: the design's counterbalancing, across people.
 
 from __future__ import annotations
 
-import re
 from datetime import date
 from pathlib import Path
 from typing import Any, Mapping
@@ -23,9 +22,8 @@ from dyafdb.errors import InputError
 from dyafdb.fileio import write_atomic
 from dyafdb.paths import results_of
 from dyafdb.schema_check import schema_default
-from dyafdb.suite.design import Conversation, build_design, is_person
+from dyafdb.suite.design import PARTICIPANT, Conversation, build_design, is_person, participant_id
 
-PARTICIPANT = re.compile(r"p(\d{3,})")
 REGISTRY = "participants.tsv"
 
 
@@ -68,13 +66,14 @@ def new_participant(config: Mapping[str, Any], root: Path) -> str:
 
 def participant_config(config: Mapping[str, Any], root: Path, pid: str) -> dict[str, Any]:
     """The participant's config: their own results folder, and each person suite cut to their share
-    (``suites.<name>.conversations``), so every stage of the pipeline runs on their folder unchanged; the
-    suites without a person are left out (``enabled: false``)."""
+    (``suites.<name>.conversations``, each id tagged with the participant, ``<id>__p001``, so that two
+    participants' sessions of one design row stay two conversations when pooled), so every stage of the
+    pipeline runs on their folder unchanged; the suites without a person are left out (``enabled: false``)."""
     check_participant(pid)
     share = participant_rows(config, seat_rows(config, root), pid)
     suites = {}
     for name, suite in config["suites"].items():
-        ids = [r.conversation_id for r in share if r.suite == name]
+        ids = [participant_id(r.conversation_id, pid) for r in share if r.suite == name]
         suites[name] = {**suite, "conversations": ids} if ids else {**suite, "enabled": False}
     return {**config, "suites": suites,
             "results_dir": str(Path(config["results_dir"]) / "participants" / pid)}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import itertools
+import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable
@@ -20,7 +21,6 @@ from typing import Any, Iterable
 from dyafdb.suite.scenarios import Scenario, load_suite
 from dyafdb.errors import InputError
 from dyafdb.fileio import write_atomic
-from dyafdb.schema_check import schema_default
 from dyafdb.schema_check import schema_default
 
 
@@ -66,6 +66,24 @@ def derive_seed(conversation: str, attempt: int = 1, salt: str = "") -> int:
 
 # The adapter of a human seat (dyafdb.agents.person, `dyafdb seat`): declared here, the earliest stage that needs it.
 PERSON_ADAPTER = "person"
+
+# A seat participant's pseudonymous id (dyafdb.seat.study). Tagged onto a person's conversation id
+# (``<id>__p001``), it makes each participant's session of one design row a conversation of its own, so
+# several participants' recordings pool into one results folder with every id, and so every
+# provenance digest, unchanged (`dyafdb seat --pool`).
+PARTICIPANT = re.compile(r"p(\d{3,})")
+_TAGGED = re.compile(r"(?P<base>.+)__(?P<participant>p\d{3,})")
+
+
+def participant_id(conversation: str, participant: str) -> str:
+    """The id of ``participant``'s session of the design row ``conversation``."""
+    return f"{conversation}__{participant}"
+
+
+def split_participant(conversation: str) -> tuple[str, str | None]:
+    """(the design row's id, the participant or None); a row id ends in its window (``...__20s``), never in a tag."""
+    found = _TAGGED.fullmatch(conversation)
+    return (found["base"], found["participant"]) if found else (conversation, None)
 
 
 def is_person(config: dict[str, Any], model: str) -> bool:
@@ -155,28 +173,38 @@ def build_design(config: dict[str, Any], root: Path | None = None) -> list[Conve
                              f"{suite.get('only_with')}); fix: add a model, drop cross_play_only or only_with, or set "
                              "enabled: false")
         wanted = set(suite.get("conversations") or ())  # a seat participant's share (dyafdb.seat.study)
+        sessions: dict[str, list[str | None]] = {}  # design row id -> the participants (None: untagged) wanted
+        for tagged in sorted(wanted):
+            base, participant = split_participant(tagged)
+            sessions.setdefault(base, []).append(participant)
         made: set[str] = set()
         for scenario in _select_scenarios(suite_name, suite, by_archetype):
             for m1, m2 in kept_pairings:
                 self_play = m1 == m2
                 assignments = [(m1, m2)] if self_play else [(m1, m2), (m2, m1)]
                 for (model_a, model_b), opener, rep in itertools.product(assignments, ("a", "b"), range(1, suite["repetitions"] + 1)):
-                    cid = conversation_id(scenario.id, model_a, model_b, opener, rep, suite["window_s"])
-                    made.add(cid)
-                    if wanted and cid not in wanted:
+                    base = conversation_id(scenario.id, model_a, model_b, opener, rep, suite["window_s"])
+                    made.add(base)
+                    if wanted and base not in sessions:
                         continue
-                    if cid in rows:
-                        _check_same_conversation(rows[cid], suite_name, scenario.id, model_a, model_b, opener, rep,
-                                                 float(suite["window_s"]))
-                        continue  # e.g. a window suite that repeats the main window
-                    rows[cid] = Conversation(
-                        conversation_id=cid, suite=suite_name, archetype=scenario.archetype, scenario=scenario.id,
-                        pairing=pairing_name(m1, m2), play="self" if self_play else "cross",
-                        model_a=model_a, model_b=model_b, role_a=scenario.role("a"), role_b=scenario.role("b"),
-                        opener=opener, opener_model=model_a if opener == "a" else model_b,
-                        repetition=rep, window_s=float(suite["window_s"]), attempt=1, seed=derive_seed(cid),
-                    )
-        unknown = sorted(wanted - made)
+                    for participant in sessions.get(base, [None]):
+                        if participant and not (is_person(config, model_a) or is_person(config, model_b)):
+                            raise InputError(f"suites.{suite_name}.conversations lists {participant_id(base, participant)!r}: "
+                                             "a participant tag belongs to a conversation with a person only; list "
+                                             f"{base!r} without it")
+                        cid = participant_id(base, participant) if participant else base
+                        if cid in rows:
+                            _check_same_conversation(rows[cid], suite_name, scenario.id, model_a, model_b, opener, rep,
+                                                     float(suite["window_s"]))
+                            continue  # e.g. a window suite that repeats the main window
+                        rows[cid] = Conversation(
+                            conversation_id=cid, suite=suite_name, archetype=scenario.archetype, scenario=scenario.id,
+                            pairing=pairing_name(m1, m2), play="self" if self_play else "cross",
+                            model_a=model_a, model_b=model_b, role_a=scenario.role("a"), role_b=scenario.role("b"),
+                            opener=opener, opener_model=model_a if opener == "a" else model_b,
+                            repetition=rep, window_s=float(suite["window_s"]), attempt=1, seed=derive_seed(cid),
+                        )
+        unknown = sorted(w for w in wanted if split_participant(w)[0] not in made)
         if unknown:
             raise InputError(f"suites.{suite_name}.conversations lists {unknown[0]!r}, which the suite does not make"
                              f"{f' (and {len(unknown) - 1} more)' if len(unknown) > 1 else ''}; list ids of its own "
