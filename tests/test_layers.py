@@ -21,7 +21,7 @@ STAGES = ("suite", "agents", "record", "score", "llm", "judge", "measures", "ver
 # Small shared modules every stage may use; they import no stage themselves. `localmodels/` loads the
 # local models (llama.cpp, faster-whisper) that the agents, the recorder, score and llm all share.
 LEAVES = ("clock", "errors", "config", "schema_check", "fileio", "polyphase", "paths", "wordmatch", "declarations", "provenance",
-          "localmodels", "__init__")
+          "localmodels", "procpool", "__init__")
 # The command line sits on top: it may import any stage.
 TOP = ("commands", "cli", "__main__")
 

@@ -3,32 +3,18 @@ several conversations per process when run, and the same measures as one process
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import yaml
 
-from conftest import REPO, TEST_PATH, scripted_config, write_suite
+from conftest import REPO, scripted_config, write_suite
 from dyafdb.config import validate_config
 from dyafdb.suite.design import build_design
 from results_paths import RESULTS
+from workflow_runs import job_logs, snakemake
 
 SHARED = re.compile(r"^scored in shared process (\d+) \(conversation (\d+) of at most (\d+) there\)$", re.M)
-
-
-def _snakemake(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([TEST_PATH, os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "--directory",
-                           str(tmp), "--configfile", str(tmp / "config.yaml"), *args], env=env, capture_output=True,
-                          text=True, timeout=900)
-
-
-def _score_logs(tmp: Path) -> list[str]:
-    return [p.read_text() for p in sorted((tmp / "results" / "logs" / "score").rglob("*.log"))]
 
 
 def test_score_jobs_share_processes_with_the_same_measures(tmp_path):
@@ -42,17 +28,17 @@ def test_score_jobs_share_processes_with_the_same_measures(tmp_path):
     (project / "config.yaml").write_text(yaml.safe_dump(cfg))
     rows = build_design(validate_config(cfg, "test"), project)
     assert len(rows) == 8
-    recorded = _snakemake(project, "--cores", "2", *[RESULTS.recording_file(r.conversation_id, "meta.json") for r in rows])
+    recorded = snakemake(project, "--cores", "2", *[RESULTS.recording_file(r.conversation_id, "meta.json") for r in rows])
     assert recorded.returncode == 0, recorded.stdout[-3000:] + recorded.stderr[-3000:]
     alone = tmp_path / "alone"
     shutil.copytree(project, alone, symlinks=True)
     (alone / "config.yaml").write_text(yaml.safe_dump({**cfg, "score": {"conversations_per_process": 1}}))
 
     measures = [RESULTS.measures_json(r.conversation_id) for r in rows]
-    plan = _snakemake(project, "--cores", "2", *measures, "-n", "--quiet", "rules")
+    plan = snakemake(project, "--cores", "2", *measures, "-n", "--quiet", "rules")
     assert re.search(r"^score\s+8$", plan.stdout, re.M), plan.stdout  # still one job per conversation
     for folder in (project, alone):
-        done = _snakemake(folder, "--cores", "2", *measures)
+        done = snakemake(folder, "--cores", "2", *measures)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         assert not re.search(r"^record\s", done.stdout, re.M)  # scored only: the recordings are shared
 
@@ -60,10 +46,10 @@ def test_score_jobs_share_processes_with_the_same_measures(tmp_path):
     for path in measures:
         assert (project / path).read_bytes() == (alone / path).read_bytes(), path
     # One process per conversation ...
-    assert not any(SHARED.search(log) for log in _score_logs(alone))
+    assert not any(SHARED.search(log) for log in job_logs(alone, "score"))
     # ... against a few that each served several (2 cores: 2 jobs, hence 2 processes, at a time).
-    served = [SHARED.search(log) for log in _score_logs(project)]
-    assert len(served) == 8 and all(served), _score_logs(project)
+    served = [SHARED.search(log) for log in job_logs(project, "score")]
+    assert len(served) == 8 and all(served), job_logs(project, "score")
     processes = {m.group(1) for m in served}
     assert len(processes) <= 2 and max(int(m.group(2)) for m in served) >= 4, [m.group(0) for m in served]
     assert all(int(m.group(3)) == 32 for m in served)  # the schema's default

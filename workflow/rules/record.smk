@@ -3,6 +3,7 @@ import shlex
 from dyafdb.paths import CONVERSATION_IN_SHARD, SHARD_PATTERN
 from dyafdb.record.engine_groups import ENGINE_SOCKET, EngineGroups
 from dyafdb.record.inputs import RecordingInputs
+from dyafdb.record.pool import RECORD, shares
 
 
 # Engine node groups on a cluster (dyafdb.record.engine_groups): when the profile groups the engine
@@ -11,6 +12,13 @@ ENGINE_GROUPS = EngineGroups(config, CONVERSATIONS, group_name=lambda: workflow.
                              cores=lambda: workflow.resource_settings.cores, local=lambda: workflow.local_exec,
                              target_jobs=lambda: workflow.dag_settings.target_jobs)
 RECORDING = RecordingInputs(config, CONVERSATIONS, ENGINE_GROUPS)
+# Record jobs of in-process agents hand their conversation to record processes that serve several in
+# turn (the models loaded once per process, fresh agents per conversation; dyafdb.record.pool).
+# Through the environment, like score.smk's: neither the shell command nor the params change.
+if shares(config) > 1:
+    os.environ[RECORD.env] = RECORD.setting(shares(config))
+else:
+    os.environ.pop(RECORD.env, None)
 
 
 rule engine:

@@ -238,10 +238,14 @@ def process_counts(config: Mapping[str, Any], rows: Sequence[Conversation]) -> d
     """Processes and model loads of the record and score jobs as the workflow runs them.
 
     A record job is one process, plus one worker process per side unless ``bridge.in_process``; each
-    side loads its model (at batch 1: engines load once per group of sessions, counted above). Score
-    jobs share processes (``score.conversations_per_process``, dyafdb.score.pool): each process loads
-    DNSMOS and, with ``health.asr``, Whisper once. That is the fewest; jobs running side by side each
-    fill a process of their own, and on SLURM's job steps every score job is its own process.
+    worker loads its model (at batch 1: engines load once per group of sessions, counted above). With
+    the agents in process, record jobs share processes (``bridge.conversations_per_process``,
+    dyafdb.record.pool) and a process loads each model it meets once, kept for its later
+    conversations (both sides of a self-play share it: dyafdb.agents.cascade.models); the jobs are
+    taken in design order. Score jobs share processes (``score.conversations_per_process``,
+    dyafdb.score.pool): each process loads DNSMOS and, with ``health.asr``, Whisper once. That is the
+    fewest; jobs running side by side each fill a process of their own, and on SLURM's job steps
+    every job is its own process.
     """
     n = len(rows)
     in_process = bool(config["bridge"]["in_process"])
@@ -249,18 +253,37 @@ def process_counts(config: Mapping[str, Any], rows: Sequence[Conversation]) -> d
     score_processes = -(-n // per_process)
     score_models = 1 + bool(config["health"]["asr"])
     return {
-        "record": {"jobs": n, "processes": n * (1 if in_process else 3), "model_loads": 2 * n, "in_process": in_process},
+        "record": _record_counts(rows, in_process, int(config["bridge"]["conversations_per_process"])),
         "score": {"jobs": n, "conversations_per_process": per_process, "processes": score_processes,
                   "model_loads": score_processes * score_models, "processes_one_per_job": n,
                   "model_loads_one_per_job": n * score_models, "models_per_process": score_models},
     }
 
 
+def _record_counts(rows: Sequence[Conversation], in_process: bool, per_process: int) -> dict[str, Any]:
+    n = len(rows)
+    if not in_process:
+        return {"jobs": n, "in_process": False, "conversations_per_process": 1, "processes": 3 * n,
+                "model_loads": 2 * n, "processes_one_per_job": 3 * n, "model_loads_one_per_job": 2 * n}
+
+    def loads(per: int) -> int:
+        return sum(len({r.model_of(side) for r in rows[i:i + per] for side in ("a", "b")}) for i in range(0, n, per))
+
+    return {"jobs": n, "in_process": True, "conversations_per_process": per_process, "processes": -(-n // per_process),
+            "model_loads": loads(per_process), "processes_one_per_job": n, "model_loads_one_per_job": loads(1)}
+
+
 def format_processes(counts: Mapping[str, Any]) -> list[str]:
     rec, sc = counts["record"], counts["score"]
-    workers = "agents in the job's process" if rec["in_process"] else "a job and a model worker per side"
-    return [f"  processes: record {rec['jobs']:,} jobs, {rec['processes']:,} processes ({workers}), "
-            f"{rec['model_loads']:,} model loads at batch 1",
+    if rec["in_process"]:
+        record = (f"  processes: record {rec['jobs']:,} jobs in {rec['processes']:,} processes (agents in process, "
+                  f"{rec['conversations_per_process']} conversations each, bridge.conversations_per_process), "
+                  f"{rec['model_loads']:,} model loads; one process per job on SLURM job steps: "
+                  f"{rec['processes_one_per_job']:,} processes, {rec['model_loads_one_per_job']:,} loads")
+    else:
+        record = (f"  processes: record {rec['jobs']:,} jobs, {rec['processes']:,} processes (a job and a model worker "
+                  f"per side), {rec['model_loads']:,} model loads at batch 1")
+    return [record,
             f"    score {sc['jobs']:,} jobs in {sc['processes']:,} processes ({sc['conversations_per_process']} "
             f"conversations each, score.conversations_per_process), {sc['model_loads']:,} model loads "
             f"({sc['models_per_process']} per process); one process per job on SLURM job steps: "

