@@ -280,6 +280,15 @@ def test_one_model_left_out_plus_its_bundle_merges_to_the_full_tables(project, t
 
     marked = with_bundle_models(dict(local), lab)
     assert marked["models"]["quiet"]["label"] == f"Quiet [bundle {bundle.name}]"
+    from dyafdb.analysis.report import build_report
+    from dyafdb.analysis.settings import from_config
+
+    report = tmp_path / "merged" / "analysis" / "report.html"
+    build_report(sorted((tmp_path / "merged" / "analysis" / "tables").glob("*.html")), [], from_config(marked, lab), report,
+                 config=marked, root=lab)
+    page = report.read_text()
+    assert "<h2>merged bundles</h2>" in page and "quiet.tar.gz: quiet (" in page
+    assert f"Model card: Quiet [bundle {bundle.name}]" in page and "id='card-talker'" in page
     # the same through the command line: `dyafdb analysis --add-bundle FILE <product> ...`
     local_cfg = _config(project["url"], models=("talker",))
     (lab / "config.yaml").write_text(yaml.safe_dump(local_cfg))

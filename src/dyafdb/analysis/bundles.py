@@ -28,6 +28,8 @@ from dyafdb.schema_check import schema_default
 
 FORMAT = "dyafdb-bundle/1"
 RESULTS_JSON = "results.json"
+# The adapter of a model entered from a bundle (with_bundle_models): it was recorded elsewhere.
+BUNDLE_ADAPTER = "bundle"
 # A bundle is a project root: its results folder under results/ (the layout of dyafdb.paths), the
 # scenario files the run used under scenarios/, the judge prompts under prompts/.
 RESULTS_DIR = "results"
@@ -210,14 +212,6 @@ def describe_differences(diffs: Mapping[str, str]) -> str:
     return "; ".join(f"{k}: {v}" for k, v in diffs.items())
 
 
-def local_fingerprint(config: Mapping[str, Any], root: Path | str) -> dict[str, dict[str, str]]:
-    """A local run's fingerprint: the scenarios of its design (as the config builds it now)."""
-    from dyafdb.suite.design import build_design
-
-    rows = build_design(dict(config), Path(root))
-    return fingerprint(config, root, {r.scenario: r.archetype for r in rows})
-
-
 # ---------------------------------------------------------------- merging into a local run
 
 
@@ -230,6 +224,9 @@ class Merged:
     labels: dict[str, str] = field(default_factory=dict)
     conversations: int = 0
     code: dict[str, Any] = field(default_factory=dict)
+    # archetypes the bundle holds that this run's design has no suite for: their tables are not
+    # planned, so those conversations are not in the tables (the report says so)
+    left_out: list[str] = field(default_factory=list)
 
 
 def bundle_paths(config: Mapping[str, Any], root: Path | str) -> list[Path]:
@@ -241,7 +238,10 @@ def check_mergeable(bundle: Bundle, config: Mapping[str, Any], root: Path | str)
     """The bundle's results.json when it was made with this run's scenarios and scoring settings;
     else an InputError naming the settings that differ."""
     doc = bundle.results()
-    diffs = differences(local_fingerprint(config, root), doc.get("fingerprint") or {}, within=True)
+    # the bundle's scenarios against this project's files of the same ids (a scenario the local design
+    # does not use, e.g. of a cross-play-only suite, may still be the same file)
+    held = design_scenarios(bundle.text(DESIGN)) if bundle.has(DESIGN) else {}
+    diffs = differences(fingerprint(config, root, held), doc.get("fingerprint") or {}, within=True)
     if diffs:
         raise InputError(f"{bundle.path}: cannot merge: made with other scenarios or scoring settings than this run "
                          f"({describe_differences(diffs)}); fix: merge only bundles made with the same scenarios, "
@@ -302,13 +302,21 @@ def merge_bundles(measures: "Any", config: Mapping[str, Any], root: Path | str, 
 def merged_info(config: Mapping[str, Any], root: Path | str) -> list[Merged]:
     """Each configured bundle with the models it adds (those the local config does not have)."""
     out = []
-    local_models = set(config.get("models") or {})
-    for path in bundle_paths(config, root):
+    # a model with_bundle_models entered is the bundle's, not the run's
+    local_models = {m for m, spec in (config.get("models") or {}).items() if (spec or {}).get("adapter") != BUNDLE_ADAPTER}
+    paths = bundle_paths(config, root)
+    if not paths:
+        return out
+    from dyafdb.suite.design import build_design
+
+    local_tasks = {r.archetype for r in build_design(dict(config), Path(root))}
+    for path in paths:
         doc = Bundle(path).results()
         models = [m for m in doc.get("models", {}) if m not in local_models]
         out.append(Merged(path=path.name, models=models,
                           labels={m: (doc["models"][m] or {}).get("label", m) for m in models},
-                          conversations=int(doc.get("conversations", 0)), code=doc.get("code") or {}))
+                          conversations=int(doc.get("conversations", 0)), code=doc.get("code") or {},
+                          left_out=sorted(set(doc.get("tasks") or []) - local_tasks)))
     return out
 
 
@@ -322,6 +330,6 @@ def with_bundle_models(config: dict[str, Any], root: Path | str) -> dict[str, An
     models = dict(config.get("models") or {})
     for info in infos:
         for m in info.models:
-            models[m] = {"adapter": "bundle", "label": f"{info.labels.get(m, m)} [bundle {info.path}]"}
+            models[m] = {"adapter": BUNDLE_ADAPTER, "label": f"{info.labels.get(m, m)} [bundle {info.path}]"}
     config["models"] = models
     return config

@@ -149,7 +149,9 @@ def build_report(tables: Sequence[Path], figures: Sequence[Path], settings: Sett
     if merged:
         items = "".join(f"<li>{html.escape(m.path)}: {', '.join(html.escape(x) for x in m.models) or 'no new model'} "
                         f"({m.conversations} conversations; code {html.escape(str(m.code.get('version')))} "
-                        f"{html.escape(str(m.code.get('commit') or ''))})</li>" for m in merged)
+                        f"{html.escape(str(m.code.get('commit') or ''))})"
+                        + (f"; its {', '.join(m.left_out)} conversations are not in these tables: this run's design has "
+                           "no suite of those archetypes" if m.left_out else "") + "</li>" for m in merged)
         toc.append("<li><a href='#bundles'>merged bundles</a></li>")
         sections.append("<section id='bundles'><h2>merged bundles</h2><p>These models' conversations come from results "
                         f"bundles (analysis.bundles), made with this run's scenarios and scoring settings:</p><ul>{items}</ul></section>")
