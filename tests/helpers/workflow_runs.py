@@ -10,12 +10,22 @@ from pathlib import Path
 from conftest import REPO, TEST_PATH
 
 
+def _command(tmp: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([TEST_PATH, os.environ.get("PYTHONPATH", "")])}
+    return [sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "--directory", str(tmp),
+            "--configfile", str(tmp / "config.yaml"), *args], env
+
+
 def snakemake(tmp: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     """``snakemake`` on the project ``tmp`` with its config.yaml; the test helpers on the path."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([TEST_PATH, os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "--directory",
-                           str(tmp), "--configfile", str(tmp / "config.yaml"), *args], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    cmd, env = _command(tmp, *args)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def snakemake_in_background(tmp: Path, *args: str) -> subprocess.Popen:
+    """:func:`snakemake` started in a session of its own (a test kills its process group)."""
+    cmd, env = _command(tmp, *args)
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 def job_logs(tmp: Path, rule: str) -> list[str]:

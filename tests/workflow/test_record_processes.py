@@ -5,19 +5,23 @@ one process per conversation: audio and text byte for byte."""
 from __future__ import annotations
 
 import hashlib
+import json
 import importlib.util
+import os
 import re
 import shutil
+import signal
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, scripted_config, write_suite
 from dyafdb.config import validate_config
 from dyafdb.suite.design import build_design
-from results_paths import RESULTS
-from workflow_runs import job_logs, snakemake
+from results_paths import RESULTS, results_at
+from workflow_runs import job_logs, snakemake, snakemake_in_background
 
 SHARED = re.compile(r"^recorded in shared process (\d+) \(conversation (\d+) of at most (\d+) there\)$", re.M)
 needs_models = pytest.mark.skipif(
@@ -85,3 +89,30 @@ def test_the_plan_counts_record_processes_and_model_loads():
     assert "record 72 jobs in 3 processes" in "\n".join(format_processes(process_counts(config, rows)))
     workers = process_counts(validate_config({**cfg, "bridge": {"in_process": False}}, "c"), rows)["record"]
     assert workers["processes"] == 3 * 72 and workers["model_loads"] == 2 * 72  # not shared: out of process
+
+
+def test_a_killed_record_job_leaves_nothing_complete_and_its_shared_process_goes(tmp_path):
+    # Agents in process, so the job hands its conversation to a shared record process; killed
+    # (the whole workflow, SIGKILL) mid-conversation, the process must not finish and publish it later.
+    write_suite(tmp_path)
+    cid = "t1-1-fixture-01__slow__slow__open-a__rep1__10s"
+    cfg = scripted_config(window_s=10, models={"slow": {"adapter": "agents_for_tests:ProbeAgent", "params": {"sleep_s": 0.03}}})
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    target = RESULTS.recording_file(cid, "meta.json")
+    rec_dir = Path(results_at(tmp_path).recording(cid))
+    proc = snakemake_in_background(tmp_path, "--cores", "1", target)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(rec_dir.parent.glob(".partial-*")):  # the recorder's staging folder
+        time.sleep(0.05)
+    assert list(rec_dir.parent.glob(".partial-*")), "the record job never started"
+    time.sleep(1.0)  # well inside the 125-tick run (~4 s)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(8)  # longer than the rest of the conversation would take
+    assert not (rec_dir / "meta.json").exists() and not (rec_dir / "audio.wav").exists()
+
+    snakemake(tmp_path, "--unlock")
+    done = snakemake(tmp_path, "--cores", "1", target)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert json.loads((rec_dir / "meta.json").read_text())["ticks"] == 125
+    assert SHARED.search(job_logs(tmp_path, "record")[0])  # the rerun ran in a (fresh) shared process
