@@ -81,9 +81,13 @@ def test_the_plan_counts_record_processes_and_model_loads():
     rows = build_design(config, REPO)
     counts = process_counts(config, rows)["record"]
     assert counts["jobs"] == len(rows) == 72 and counts["processes"] == 3  # 32 per process
-    # In design order: each process meets both variants once, against a load per model a job.
-    pairs = [{r.model_a, r.model_b} for r in rows]
-    assert counts["model_loads"] == 2 * 3 and counts["model_loads_one_per_job"] == sum(map(len, pairs)) == 72 + 44  # 44 cross-play
+    # Both variants are the CPU agent at one thread: one load of its models per process, as per job.
+    assert counts["model_loads"] == 3 and counts["model_loads_one_per_job"] == 72
+    two = {**cfg, "models": {**cfg["models"], "cpu_polite": {**cfg["models"]["cpu_polite"],
+                                                               "params": {"variant": "polite", "threads": 2}}}}
+    counts_two = process_counts(validate_config(two, "c"), rows)["record"]
+    assert counts_two["model_loads"] == 2 * 3  # each process meets both thread counts
+    assert counts_two["model_loads_one_per_job"] == sum(len({r.model_a, r.model_b}) for r in rows) == 72 + 44
     alone = process_counts(validate_config({**cfg, "bridge": {**cfg["bridge"], "conversations_per_process": 1}}, "c"), rows)
     assert alone["record"]["processes"] == 72 and alone["record"]["model_loads"] == counts["model_loads_one_per_job"]
     assert "record 72 jobs in 3 processes" in "\n".join(format_processes(process_counts(config, rows)))

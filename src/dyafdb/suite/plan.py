@@ -240,9 +240,9 @@ def process_counts(config: Mapping[str, Any], rows: Sequence[Conversation]) -> d
     A record job is one process, plus one worker process per side unless ``bridge.in_process``; each
     worker loads its model (at batch 1: engines load once per group of sessions, counted above). With
     the agents in process, record jobs share processes (``bridge.conversations_per_process``,
-    dyafdb.record.pool) and a process loads each model it meets once, kept for its later
-    conversations (both sides of a self-play share it: dyafdb.agents.cascade.models); the jobs are
-    taken in design order. Score jobs share processes (``score.conversations_per_process``,
+    dyafdb.record.pool) and a process loads each adapter's models once per thread count, kept for its
+    later conversations and shared by both sides (dyafdb.agents.cascade.models); the jobs are taken
+    in design order. Score jobs share processes (``score.conversations_per_process``,
     dyafdb.score.pool): each process loads DNSMOS and, with ``health.asr``, Whisper once. That is the
     fewest; jobs running side by side each fill a process of their own, and on SLURM's job steps
     every job is its own process.
@@ -253,21 +253,25 @@ def process_counts(config: Mapping[str, Any], rows: Sequence[Conversation]) -> d
     score_processes = -(-n // per_process)
     score_models = 1 + bool(config["health"]["asr"])
     return {
-        "record": _record_counts(rows, in_process, int(config["bridge"]["conversations_per_process"])),
+        "record": _record_counts(config, rows, in_process, int(config["bridge"]["conversations_per_process"])),
         "score": {"jobs": n, "conversations_per_process": per_process, "processes": score_processes,
                   "model_loads": score_processes * score_models, "processes_one_per_job": n,
                   "model_loads_one_per_job": n * score_models, "models_per_process": score_models},
     }
 
 
-def _record_counts(rows: Sequence[Conversation], in_process: bool, per_process: int) -> dict[str, Any]:
+def _record_counts(config: Mapping[str, Any], rows: Sequence[Conversation], in_process: bool,
+                   per_process: int) -> dict[str, Any]:
     n = len(rows)
     if not in_process:
         return {"jobs": n, "in_process": False, "conversations_per_process": 1, "processes": 3 * n,
                 "model_loads": 2 * n, "processes_one_per_job": 3 * n, "model_loads_one_per_job": 2 * n}
+    # In process, an adapter's agents share one load per thread count: the CPU agent's models are
+    # kept per process under that key (dyafdb.agents.cascade.models.get_models), whatever the variant.
+    load = {m: (spec["adapter"], (spec.get("params") or {}).get("threads")) for m, spec in config["models"].items()}
 
     def loads(per: int) -> int:
-        return sum(len({r.model_of(side) for r in rows[i:i + per] for side in ("a", "b")}) for i in range(0, n, per))
+        return sum(len({load[r.model_of(side)] for r in rows[i:i + per] for side in ("a", "b")}) for i in range(0, n, per))
 
     return {"jobs": n, "in_process": True, "conversations_per_process": per_process, "processes": -(-n // per_process),
             "model_loads": loads(per_process), "processes_one_per_job": n, "model_loads_one_per_job": loads(1)}
