@@ -6,7 +6,8 @@
 - one engine per model per group: every conversation of a group names, for each model, the same
   engine_pid (meta.json agents.<side>.extra.engine_pid) and the same SLURM job (host.slurm_job_id),
   and no two groups or models share an engine;
-- each model was loaded once per group: each engine log says "ready on" exactly once, from that pid;
+- each model was loaded once per group: each engine log says "ready on" exactly once, from that pid,
+  and every model with an engine has one load in each group that hosts it (printed per group);
 - no engine process is left after the run.
 
     python scripts/check-engine-groups.py --config config/ci-slurm-engines.yaml \
@@ -98,7 +99,9 @@ def main() -> int:
     account = os.environ.get("DYAFDB_SLURM_ACCOUNT")
     if on_slurm and not account:
         parser.error("DYAFDB_SLURM_ACCOUNT is not set: export the site variables the run used")
-    jobs = submitted_jobs(args.after) if on_slurm else []
+    # Only the Snakemake plugin's jobs (it comments each rule_...): a probe job that slurmdbd listed
+    # after the last id was read before the run (scripts/slurm-local.sh's srun) is not this run's.
+    jobs = [j for j in submitted_jobs(args.after) if j["Comment"].startswith("rule_")] if on_slurm else []
     by_id = {j["JobID"]: j for j in jobs}
     # The plugin names a job's comment rule_<rule>_wildcards_<...>, a group's rule_<group>_<its rules>.
     alone = [j for j in jobs if j["Comment"].startswith(("rule_record_wildcards_", "rule_engine_wildcards_"))]
@@ -118,6 +121,7 @@ def main() -> int:
 
     # -- what the recordings say -------------------------------------------------------------------
     pids: dict[tuple[str, str], set[int]] = defaultdict(set)       # (group, model) -> engine pids
+    numbers: dict[tuple[str, str], list[int]] = defaultdict(list)  # (group, model) -> engine_session_number
     slurm_of: dict[str, set[str]] = defaultdict(set)                # group -> SLURM job ids
     for cid, row in sorted(rows.items()):
         meta_path = Path(results.recording_file(cid, "meta.json"))
@@ -134,10 +138,17 @@ def main() -> int:
                                 f"has no engine_pid): the record job loaded its own copy")
                 continue
             pids[(group, model)].add(int(extra["engine_pid"]))
+            if extra.get("engine_session_number") is not None:  # engines that step sessions on their own
+                numbers[(group, model)].append(int(extra["engine_session_number"]))
     for (group, model), found in sorted(pids.items()):
         if len(found) != 1:
             problems.append(f"group {group}: model {model} was stepped by {len(found)} engine processes "
                             f"{sorted(found)}, not one")
+    for (group, model), found in sorted(numbers.items()):
+        # Sessions 1..n of one engine: each after the first was hosted by the same load, none reloaded it.
+        if sorted(found) != list(range(1, len(found) + 1)):
+            problems.append(f"group {group}: model {model}'s engine numbered its sessions {sorted(found)}, not 1 to "
+                            f"{len(found)}: not every conversation of the group was a session of one load")
     owners: dict[int, list[tuple[str, str]]] = defaultdict(list)
     for key, found in pids.items():
         for pid in found:
@@ -162,6 +173,7 @@ def main() -> int:
     # -- one load per engine, none left ------------------------------------------------------------
     loads = 0
     loads_of: dict[str, int] = defaultdict(int)  # model -> loads over all groups (one per group expected)
+    loads_in: dict[str, list[str]] = defaultdict(list)  # group -> "<model> <loads>"
     for (group, model), found in sorted(pids.items()):
         log = Path(results.log("engine", f"{group}-{model}"))
         if not log.exists():
@@ -170,10 +182,26 @@ def main() -> int:
         ready = [line for line in log.read_text(errors="replace").splitlines() if " ready on " in line]
         loads += len(ready)
         loads_of[model] += len(ready)
+        conversations = sum(1 for g in group_of.values() if g == group)
+        hosted = f" (its sessions 1-{max(numbers[(group, model)])})" if numbers.get((group, model)) else ""
+        loads_in[group].append(f"{model} {len(ready)} load{'s' * (len(ready) != 1)} for {conversations} conversations{hosted}")
         if len(ready) != 1:
             problems.append(f"{log}: the engine loaded {model} {len(ready)} times ('ready on' lines), not once")
         elif found and f'"pid": {next(iter(found))},' not in ready[0]:
             problems.append(f"{log}: its engine is not the one the recordings name (pid {sorted(found)}): {ready[0]}")
+    # Per model, one load in each group that hosts it: a model whose conversations all ran outside
+    # engines (or whose group left no engine log) would otherwise pass on the other models' loads.
+    groups_of: dict[str, list[str]] = defaultdict(list)
+    for g, pair in sorted(pairs.items()):
+        for m in grouping.engined(pair):
+            groups_of[m].append(g)
+    engined_models = {m for r in rows.values() for m in (r.model_a, r.model_b) if config["models"][m].get("engine")}
+    for model in sorted(engined_models):
+        if not groups_of.get(model):
+            problems.append(f"model {model} has an engine but is in no engine group: nothing shows it loaded once per group")
+        elif loads_of.get(model, 0) != len(groups_of[model]):
+            problems.append(f"model {model}: {loads_of.get(model, 0)} model loads in {len(groups_of[model])} groups, "
+                            "not one per group")
     sockets = {ENGINE_SOCKET.format(group=g, model=m) for g, pair in pairs.items() for m in grouping.engined(pair)}
     left = engine_processes(sockets)
     problems += [f"engine process left after the run: {p}" for p in left]
@@ -186,6 +214,8 @@ def main() -> int:
     per_model = ", ".join(f"{m} {n}" for m, n in sorted(loads_of.items()))
     print(f"engine groups: {len(rows)} record jobs in {len(pairs)} groups {where}; {len(pids)} engines (one per model per group), {loads} model loads "
           f"({per_model or 'none'}), {len(left)} engine processes left")
+    for group, loads in sorted(loads_in.items()):
+        print(f"  group {group}: {'; '.join(loads)}")
     for p in problems:
         print(f"  problem: {p}", file=sys.stderr)
     return 1 if problems else 0

@@ -61,3 +61,41 @@ timeout -k 10 900 snakemake --profile profiles/slurm --configfile config/ci-slur
 echo "slurm engine-group run: $(( $(date +%s) - start )) s"
 python scripts/check-engine-groups.py --config config/ci-slurm-engines.yaml --results "$engines/slurm" \
   --cores 6 --after "${last_job:-0}"
+
+# The same for the engines that step each session on their own (config/ci-slurm-engines-sessions.yaml):
+# MiniCPM-o (one session at a time, the group's conversations take turns at one load) and Raon (its
+# gateway stand-in started once per engine), through their real adapters over the stand-ins, whose
+# files are written here; nothing is downloaded.
+rm -rf "$engines/sessions" "$engines/standins" .dyafdb-engines
+python - "$engines/standins" <<'PY'
+import sys, wave
+from pathlib import Path
+
+import numpy as np
+
+root = Path(sys.argv[1])
+(root / "MiniCPM-o-4_5").mkdir(parents=True)
+(root / "MiniCPM-o-4_5" / "config.json").write_text("{}")  # what the adapter's checkpoint check reads
+(root / "MiniCPM-o-4_5" / "assets" / "ref_audio").mkdir(parents=True)
+# 1 s reference voices, 24 kHz mono; MiniCPM-o's where the adapter's default ref_audio looks
+for name in ("MiniCPM-o-4_5/assets/ref_audio/ref_en_dlc_1.wav", "raon.wav"):
+    with wave.open(str(root / name), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(24000)
+        w.writeframes((np.sin(np.arange(24000) * 0.05) * 3000).astype("<i2").tobytes())
+# SpeechBrain's ECAPA snapshot where Raon's demo worker looks for it (dyafdb.agents.raon.ecapa_location)
+ecapa = root / "ecapa" / "speechbrain_spkrec-ecapa-voxceleb"
+ecapa.mkdir(parents=True)
+for name in ("hyperparams.yaml", "embedding_model.ckpt"):
+    (ecapa / name).write_text("stand-in")
+(root / "ecapa" / "speechbrain_spkrec-ecapa-voxceleb.done").write_text("done")
+PY
+mapfile -t targets < <(python scripts/check-engine-groups.py --config config/ci-slurm-engines-sessions.yaml \
+  --results "$engines/sessions" --print-targets)
+last_job=$(last_job_id)
+start=$(date +%s)
+timeout -k 10 900 snakemake --profile profiles/slurm --configfile config/ci-slurm-engines-sessions.yaml \
+  --config results_dir="$engines/sessions" --jobs 4 --cores 6 \
+  --slurm-init-seconds-before-status-checks 5 -- "${targets[@]}"
+echo "slurm session-engine-group run: $(( $(date +%s) - start )) s"
+python scripts/check-engine-groups.py --config config/ci-slurm-engines-sessions.yaml --results "$engines/sessions" \
+  --cores 6 --after "${last_job:-0}"
