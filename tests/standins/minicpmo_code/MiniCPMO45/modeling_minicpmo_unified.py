@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/standins: the stand-in model
-from minicpmo_duplex import ProcessorMode, UnifiedMiniCPMO  # noqa: E402
+from minicpmo_duplex import ProcessorMode, UnifiedMiniCPMO
 
 __all__ = ["MiniCPMO", "ProcessorMode"]
 
@@ -29,13 +29,13 @@ class MiniCPMO(UnifiedMiniCPMO):
     """``MiniCPMO`` with the ``PreTrainedModel`` surface the adapter's loading uses."""
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path: str, *args: Any, **kwargs: Any) -> "MiniCPMO":
+    def from_pretrained(cls, pretrained_model_name_or_path: str, *args: Any, **kwargs: Any) -> MiniCPMO:
         if not (Path(pretrained_model_name_or_path) / "config.json").is_file():  # as transformers, offline
             raise OSError(f"{pretrained_model_name_or_path} does not appear to have a file named config.json")
         return cls()
 
-    def to(self, *args: Any, **kwargs: Any) -> "MiniCPMO":
+    def to(self, *args: Any, **kwargs: Any) -> MiniCPMO:
         return self
 
-    def eval(self) -> "MiniCPMO":
+    def eval(self) -> MiniCPMO:
         return self
