@@ -78,7 +78,7 @@ from dyafdb.agents.checkpoints import checkpoint_revision, expand, force_offline
 from dyafdb.agents.resample import StreamResampler
 from dyafdb.clock import FRAME_SAMPLES, SAMPLE_RATE
 from dyafdb.errors import InputError
-from dyafdb.agents.registry import adapter
+from dyafdb.agents.registry import adapter, engine
 
 MODEL_RATE = 16_000
 OUTPUT_RATE = 24_000
@@ -530,6 +530,7 @@ class MiniCPMOAgent:
         self._thread = None
 
 
+@engine("minicpmo")
 class MiniCPMOEngine:
     """MiniCPM-o behind an engine: the model loads once per GPU and hosts record jobs' sessions one after another.
 

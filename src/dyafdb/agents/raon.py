@@ -94,7 +94,7 @@ from dyafdb.agents.checkpoints import checkpoint_revision, expand, git_head
 from dyafdb.clock import FRAME_SAMPLES
 from dyafdb.errors import InputError
 from dyafdb.schema_check import model_default, schema_default
-from dyafdb.agents.registry import adapter
+from dyafdb.agents.registry import adapter, engine
 
 READY, AUDIO, TEXT, SEQ_TRACE, SEQ_DELTA, ERROR, CLOSE, PING, PONG = range(9)
 KIND_NAMES = dict(enumerate(["READY", "AUDIO", "TEXT", "SEQ_TRACE", "SEQ_DELTA", "ERROR", "CLOSE", "PING", "PONG"]))
@@ -867,6 +867,7 @@ def gateway_sessions(params: dict[str, Any], model: str, capacity: int) -> int:
     return max(1, min(at_once, capacity))
 
 
+@engine("raon")
 class RaonEngine:
     """Raon behind an engine: one gateway (the model load) per GPU, hosting record jobs' sessions.
 

@@ -1,5 +1,9 @@
 """Which adapters can be hosted by an engine, and the trivial null engine.
 
+Each engine class says which adapter it hosts where it is defined (``@engine("moshi")``,
+dyafdb.agents.registry); ``ENGINES`` is derived from those declarations, read from the source, so
+listing the engines loads no model stack.
+
 An engine model loads once in ``__init__(params, model_name, capacity)`` and implements
 :class:`dyafdb.agents.engine.batcher.BatchModel`. Adapters without one keep their per-job workers.
 """
@@ -13,16 +17,18 @@ import numpy as np
 
 from dyafdb import __version__
 from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session, silence
+from dyafdb.agents.registry import engine, engines
 from dyafdb.errors import InputError
 from dyafdb.schema_check import model_default
 
-ENGINES: dict[str, str] = {
-    "minicpmo": "dyafdb.agents.minicpmo:MiniCPMOEngine",
-    "moshi": "dyafdb.agents.moshi.engine:MoshiEngine",
-    "null": "dyafdb.agents.engine.models:NullEngine",
-    "personaplex": "dyafdb.agents.moshi.personaplex_engine:PersonaPlexEngine",
-    "raon": "dyafdb.agents.raon:RaonEngine",
-}
+
+def __getattr__(name: str) -> Any:
+    # ENGINES: adapter -> ``module:Class`` of its engine, from the ``@engine("name")`` declarations on the
+    # engine classes (and installed packages' entry points, group dyafdb.engines), read from source
+    if name == "ENGINES":
+        return engines()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Adapters whose sessions an engine steps in one batched forward pass per tick (the Moshi architecture);
 # `dyafdb plan` projects their GPU time with engines from the per-tick cost.
@@ -67,14 +73,16 @@ def concurrent_sessions(spec: dict[str, Any]) -> int:
 
 
 def make_engine(adapter: str, params: dict[str, Any], model_name: str, capacity: int) -> Any:
-    target = ENGINES.get(adapter, adapter if ":" in adapter else None)  # or 'package.module:Class'
+    known = engines()
+    target = known.get(adapter, adapter if ":" in adapter else None)  # or 'package.module:Class'
     if target is None:
         raise InputError(f"model {model_name}: adapter {adapter!r} has no engine (engines exist for "
-                         f"{', '.join(sorted(ENGINES))}); remove its engine settings to run it in per-job workers")
+                         f"{', '.join(known)}); remove its engine settings to run it in per-job workers")
     module, cls = target.split(":")
     return getattr(importlib.import_module(module), cls)(params, model_name, capacity)
 
 
+@engine("null")
 class NullEngine:
     """Silence for every session: the engine plumbing's cost with no model in the way."""
 

@@ -37,6 +37,7 @@ import numpy as np
 
 from dyafdb.agents.base import AgentError, Frame, silence
 from dyafdb.agents.moshi.stack import AGENT_CODEBOOKS, text_piece
+from dyafdb.agents.registry import engine
 from dyafdb.clock import FRAME_SAMPLES
 
 _PATCH_LOCK = threading.Lock()
@@ -265,6 +266,7 @@ class BatchedMoshi:
         return out
 
 
+@engine("moshi")
 class MoshiEngine:
     """Stock Moshi behind an engine: the checkpoint loads once, sessions share :class:`BatchedMoshi`.
 

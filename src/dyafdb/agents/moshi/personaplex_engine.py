@@ -58,6 +58,7 @@ import numpy as np
 
 from dyafdb.agents.base import AgentError, AgentInfo, Frame, Session
 from dyafdb.agents.moshi.engine import BatchedMoshi
+from dyafdb.agents.registry import engine
 
 AUDIO_TOKENS_PER_STREAM = 8  # the fork's constant: agent and user streams of 8 codebooks each
 ZERO_TEXT_CODE = 3  # the fork's LMGen.zero_text_code (PAD)
@@ -388,6 +389,7 @@ class PersonaPlexSessions:
         return self.batched.step(heard)
 
 
+@engine("personaplex")
 class PersonaPlexEngine(PersonaPlexSessions):
     """PersonaPlex behind an engine: the published checkpoint loads once into moshi 0.2.13's classes.
 
