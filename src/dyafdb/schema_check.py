@@ -138,11 +138,6 @@ def model_default(*keys: str) -> Any:
     return schema_default("config", "models", "<model>", *keys)
 
 
-def model_default(*keys: str) -> Any:
-    """A model entry's default, ``models.<name>.<keys>``: ``model_default("worker", "step_timeout_s")``."""
-    return schema_default("config", "models", "<model>", *keys)
-
-
 DECLARED = "x-declared"
 
 
