@@ -19,7 +19,6 @@ from dyafdb.provenance import code_version
 from dyafdb.record.recording import recording_lock, write_recording
 from dyafdb.record.spec import inputs_digest, recording_inputs
 from dyafdb.schema_check import model_default, schema_default
-from dyafdb.schema_check import model_default, schema_default
 from dyafdb.suite.scenarios import Scenario, find_scenario
 
 
