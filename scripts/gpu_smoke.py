@@ -24,7 +24,6 @@ checks passed, 1 a check failed, 2 weights or code missing for a requested model
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import statistics
 import sys
@@ -43,10 +42,9 @@ VOICE_PARAMS = ("voice_prompt", "ref_audio", "speaker_audio")
 
 
 def adapter_class(name: str) -> Any:
-    from dyafdb.agents.registry import adapters
+    from dyafdb.agents.registry import adapter_class as declared
 
-    module, cls = adapters()[name].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return declared(name)
 
 
 def real_models(config: dict[str, Any], only: list[str] | None) -> dict[str, dict[str, Any]]:

@@ -40,8 +40,8 @@ def adapter_names() -> list[str]:
     return list(adapters())
 
 
-def make_agent(adapter: str, params: dict[str, Any] | None = None, model_name: str = "") -> Agent:
-    """Build an agent; each class takes ``(params, model_name)`` and loads its model in ``__init__``."""
+def adapter_class(adapter: str) -> type:
+    """The class of a declared adapter (or a ``package.module:ClassName``), imported; nothing is loaded."""
     known = adapters()
     target = known.get(adapter, adapter if ":" in adapter else None)
     if target is None:
@@ -54,4 +54,9 @@ def make_agent(adapter: str, params: dict[str, Any] | None = None, model_name: s
     cls = getattr(module, class_name, None)
     if cls is None:
         raise InputError(f"adapter {adapter!r}: {module_name} has no class {class_name}")
-    return cls(params or {}, model_name or adapter)
+    return cls
+
+
+def make_agent(adapter: str, params: dict[str, Any] | None = None, model_name: str = "") -> Agent:
+    """Build an agent; each class takes ``(params, model_name)`` and loads its model in ``__init__``."""
+    return adapter_class(adapter)(params or {}, model_name or adapter)

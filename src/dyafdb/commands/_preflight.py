@@ -140,11 +140,29 @@ def model_checks(config: Mapping[str, Any], models: Iterable[str]) -> list[Check
             except InputError as exc:
                 out.append(Check(f"model {model} weights", False, str(exc).split(". ")[0],
                                  str(exc).split(". ", 1)[1] if ". " in str(exc) else "see docs/models.md"))
+        out += _adapter_checks(model, spec)
         if spec.get("adapter") == "raon":
             out += _raon_checks(config, model, params)
         if not config["bridge"].get("in_process"):
             out.append(_worker_check(model, spec))
     return out
+
+
+def _adapter_checks(model: str, spec: Mapping[str, Any]) -> list[Check]:
+    """What the adapter itself says is missing to load (``missing_weights``: a reference voice, a code
+    checkout at the pinned commit, a gateway checkout), beyond the checkpoint folder existing: found
+    here, not hours later inside a GPU job."""
+    from dyafdb.agents.registry import adapter_class
+
+    try:
+        declared = getattr(adapter_class(str(spec["adapter"])), "missing_weights", None)
+    except InputError as exc:
+        return [Check(f"model {model} adapter", False, str(exc), "see docs/adding-a-model.md")]
+    if declared is None:
+        return []
+    problems = declared(dict(spec.get("params") or {}), model)
+    return [Check(f"model {model} files", not problems, "; ".join(problems) if problems else "everything the adapter loads is on disk",
+                  "put each file named above in place (docs/models.md)" if problems else "")]
 
 
 def _raon_checks(config: Mapping[str, Any], model: str, params: Mapping[str, Any]) -> list[Check]:
