@@ -37,11 +37,13 @@ def _digest(path: Path) -> str:
 @needs_models
 @pytest.mark.slow
 def test_record_jobs_of_the_cpu_agent_share_processes_with_the_same_recordings(tmp_path):
-    # The demo's 10 s cross-play suite (both variants, the polite one garble-checked), one archetype:
-    # 4 conversations (each variant opens once on each side).
+    # The demo's cross-play suite (both variants, the polite one garble-checked), one archetype:
+    # 4 conversations (each variant opens once on each side), of 4 s instead of 10: both variants
+    # speak within the first second, and each recorded second costs the CPU agent's LLM and TTS twice
+    # (shared and alone) in every conversation.
     demo = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
     cfg = {**demo, "results_dir": "results", "scenarios_dir": str(REPO / "scenarios"),
-           "suites": {"demo_window_10": {**demo["suites"]["demo_window_10"], "archetypes": ["T1-1"]}}}
+           "suites": {"demo_window_10": {**demo["suites"]["demo_window_10"], "archetypes": ["T1-1"], "window_s": 4}}}
     cfg = {k: v for k, v in cfg.items() if k not in ("judge", "text_pairing")}
     rows = build_design(validate_config(cfg, "test"), REPO)
     assert len(rows) == 4 and cfg["bridge"]["in_process"]
@@ -59,6 +61,7 @@ def test_record_jobs_of_the_cpu_agent_share_processes_with_the_same_recordings(t
     # The same recordings: every sample and every text token, and the same garble verdicts.
     for r in rows:
         shared, alone = (Path(tmp_path / name / RESULTS.recording(r.conversation_id)) for name in folders)
+        assert (shared / "text.jsonl").read_text().strip(), r.conversation_id  # they spoke: the comparison compares words
         for file in ("audio.wav", "text.jsonl"):
             assert _digest(shared / file) == _digest(alone / file), (r.conversation_id, file)
         verdicts = [yaml.safe_load((f / "garble.json").read_text())["attempts"] for f in (shared, alone)]
