@@ -6,7 +6,7 @@ the score job adds to the mechanical scoring: DNSMOS on each side's speech, Whis
 side's speech (and its model load, once per job), echo and no-response. Two shapes: a 60 s
 conversation (about 27 s of speech per side) and a demo conversation (20 s). Also times one
 ``dyafdb score`` process on the 60 s conversation, health included, against the same process with
-``health.asr: false``.
+``health.asr: false``. --quick measures one 20 s conversation for both shapes (and the processes).
 
     python bench/bench_health.py [--repeats 3] [--quick]
 """
@@ -122,7 +122,8 @@ def score_process(rec: Recording, asr: bool) -> float:
         write_suite(root, archetypes=["T1-1"])
         config = {"scenarios_dir": "scenarios", "results_dir": "results",
                   "models": {"m1": {"adapter": "null"}, "m2": {"adapter": "null"}},
-                  "suites": {"s": {"models": ["m1", "m2"], "archetypes": ["T1-1"], "repetitions": 1, "window_s": 60}},
+                  "suites": {"s": {"models": ["m1", "m2"], "archetypes": ["T1-1"], "repetitions": 1,
+                                        "window_s": round(rec.ticks * FRAME_SECONDS)}},
                   "health": {"asr": asr}}
         (root / "config.yaml").write_text(yaml.safe_dump(config))
         meta = {"conversation_id": cid, "archetype": "T1-1", "scenario": "t1-1-fixture-01", "opener": "a",
@@ -138,17 +139,22 @@ def score_process(rec: Recording, asr: bool) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=None, help="timed runs of each part (default 3; 1 with --quick)")
-    parser.add_argument("--quick", action="store_true", help="one run of each part, one score process each way (CI)")
+    parser.add_argument("--quick", action="store_true",
+                        help="one run of each part on one 20 s conversation, one score process each way (CI)")
     args = parser.parse_args()
     args.repeats = args.repeats or (1 if args.quick else 3)
     processes = 1 if args.quick else 2
     rng = np.random.default_rng(0)
-    long, demo = conversation(60, rng), conversation(20, rng)
+    # --quick: the 20 s demo conversation stands for both shapes (measured once): same code, a third of the audio
+    long = conversation(20 if args.quick else 60, rng)
+    demo = long if args.quick else conversation(20, rng)
     runs: dict[str, dict[str, list[float]]] = {}
-    for name, rec in (("60 s conversation", long), ("20 s demo conversation", demo)):
+    shapes = (("60 s conversation", long), ("20 s demo conversation", demo))
+    for name, rec in shapes[:1] if args.quick else shapes:
         c = components(rec, args.repeats)
         runs[name] = {**{k: list(v) for k, v in CPU_RUNS.items()}, "whisper_load": [c["whisper_load"]]}
-        print(f"{name} ({c['speech_s']:.1f} s of speech per side), in process, one thread, median of {args.repeats}:")
+        shown = "20 s conversation (--quick: both shapes)" if args.quick else name
+        print(f"{shown} ({c['speech_s']:.1f} s of speech per side), in process, one thread, median of {args.repeats}:")
         print(f"  wall: DNSMOS both sides {c['dnsmos']:.2f} s; Whisper both sides {c['asr']:.2f} s (+ {c['whisper_load']:.2f} s "
               f"model load per job); all health measures {c['health']:.2f} s, without ASR {c['health_no_asr']:.2f} s")
         print(f"  CPU:  DNSMOS {CPU['dnsmos']:.2f} s; Whisper {CPU['asr']:.2f} s; all health measures {CPU['health']:.2f} s, "
@@ -156,24 +162,28 @@ def main() -> int:
         a = c["values"]["a"]
         print(f"  side a: OVRL {a['dnsmos_ovrl']}, share {a['text_share']}, WER {a['text_wer']}, echo {a['echo']}, "
               f"no_response {a['no_response']}")
-        if rec is demo:
+        if rec is demo and not args.quick:
             added = CPU["health"] + c["whisper_load"]
             print(f"  demo projection: {DEMO_CONVERSATIONS} conversations x {added:.2f} CPU s = {DEMO_CONVERSATIONS * added:.0f} "
                   f"CPU s, about {DEMO_CONVERSATIONS * added / CORES:.0f} s of wall time on {CORES} cores "
                   "(fewer: Whisper is skipped on sides that wrote no text)")
+    if args.quick:
+        runs["20 s demo conversation"] = runs["60 s conversation"]
     with_asr = [score_process(long, True) for _ in range(processes)]
     without = [score_process(long, False) for _ in range(processes)]
-    print(f"one `dyafdb score` process, 60 s conversation: {min(with_asr):.2f} s with health, "
+    print(f"one `dyafdb score` process, {'20' if args.quick else '60'} s conversation: {min(with_asr):.2f} s with health, "
           f"{min(without):.2f} s with health.asr: false")
     long_runs, demo_runs = runs["60 s conversation"], runs["20 s demo conversation"]
     emit("health", [
-        row("60 s conversation of Piper speech: DNSMOS P.835 on both sides' speech", long_runs["dnsmos"], "CPU s"),
+        row("60 s conversation (--quick: 20 s) of Piper speech: DNSMOS P.835 on both sides' speech", long_runs["dnsmos"],
+            "CPU s"),
         row("... Whisper tiny.en on both sides' speech", long_runs["asr"], "CPU s"),
         row("... Whisper's model load, once per score job", [runs[k]["whisper_load"][0] for k in runs], "s wall"),
         row("... all health measures (DNSMOS, Whisper, echo, no-response)", long_runs["health"], "CPU s"),
         row("... all health measures with `health.asr: false`", long_runs["no_asr"], "CPU s"),
         row("20 s demo-shaped conversation: all health measures", demo_runs["health"], "CPU s"),
-        row("one `dyafdb score all` process on the 60 s conversation, start-up and every stage included", with_asr,
+        row("one `dyafdb score all` process on the 60 s conversation (--quick: 20 s), start-up and every stage included",
+            with_asr,
             "s wall"),
         row("... the same with `health.asr: false`", without, "s wall"),
     ])

@@ -31,6 +31,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+FULL_TURNS, QUICK_TURNS = 8, 4  # config/demo.yaml's text_pairing.max_turns; --quick's: each speaker's slot reused once
+
+
 def timed(fn, *args, **kwargs):
     wall, cpu = time.perf_counter(), time.process_time()
     out = fn(*args, **kwargs)
@@ -57,7 +60,8 @@ def text_pairing(config: dict, root: Path, archetype: str, tmp: Path) -> list[di
     del whole
     if not same:
         raise SystemExit("text pairing: the same config gave other turns when run again")
-    return [row(f"text pairing, one {archetype} text conversation, each speaker in its own KV slot", [w1], "s wall"),
+    return [row(f"text pairing, one {archetype} text conversation ({FULL_TURNS} turns; --quick: {QUICK_TURNS}), each speaker in "
+                "its own KV slot", [w1], "s wall"),
             row("... every turn's whole history recomputed (before)", [w2], "s wall"),
             row("... ratio now / before", [w1 / w2], "ratio", "< 1")]
 
@@ -108,7 +112,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--archetype", default="T1-1")
     parser.add_argument("--conversations", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="the smallest size that runs every part (CI): one agent conversation")
+    parser.add_argument("--quick", action="store_true", help="the smallest size that runs every part (CI): 4 text turns, one agent conversation")
     # --quick changes the defaults only, so an option given beside it still wins.
     if "--quick" in sys.argv[1:]:
         parser.set_defaults(conversations=1)
@@ -117,6 +121,10 @@ def main() -> None:
     from dyafdb.config import load_config
 
     config = load_config(REPO / "config/demo.yaml")
+    if config["text_pairing"]["max_turns"] != FULL_TURNS:
+        raise SystemExit(f"config/demo.yaml: text_pairing.max_turns is no longer {FULL_TURNS}: update bench/bench_local_llm.py")
+    if args.quick:
+        config["text_pairing"]["max_turns"] = QUICK_TURNS
     with tempfile.TemporaryDirectory(prefix="dyafdb-llm-") as tmp:
         rows = text_pairing(config, REPO, args.archetype, Path(tmp))
         rows += agent_replies(config, REPO, args.archetype, args.conversations, Path(tmp))
