@@ -7,7 +7,8 @@
 - a bundle round-trips: bundle -> verify -> the analysis from the bundle's measures gives the run's
   tables byte for byte; a bundle with one measure and one judge answer tampered names both;
 - a run with one model left out, plus a bundle of that model's conversations, merges to the same
-  tables as the full run; a bundle made with another judge prompt is refused, naming the prompt;
+  tables as the full run, an archetype only the bundle holds included (its tables read the bundle's
+  conversations alone); a bundle made with another judge prompt is refused, naming the prompt;
 - the report holds a card per model, which the viewer's index links to.
 
 The run takes the workflow a minute or two on a loaded machine; every test here shares it.
@@ -60,7 +61,8 @@ def _config(url: str, models=("talker", "quiet")) -> dict:
     cfg["judge"] = {"judges": {"main": {"backend": "openai", "model": "stub-judge", "base_url": url, "api_key_env": None}},
                     "prompts_dir": "prompts"}
     # a bundle's model is rated as a new model against the references: the full run rates it so too
-    cfg["analysis"] = {"bootstrap": 40, "reference_models": ["talker"]}
+    # PNG only, at a low resolution: figure formats and dpi change no number a bundle or compare reads
+    cfg["analysis"] = {"bootstrap": 40, "reference_models": ["talker"], "figure_formats": ["png"], "dpi": 50}
     return cfg
 
 
@@ -298,6 +300,59 @@ def test_one_model_left_out_plus_its_bundle_merges_to_the_full_tables(project, t
     assert set(pd.read_csv(runs, sep="\t")["model"]) == {"talker", "quiet"}
     assert _cli("analysis", "runs", "-c", lab / "config.yaml", "--root", lab, "--archetype", "T1-1", "--out", runs) == 0
     assert set(pd.read_csv(runs, sep="\t")["model"]) == {"talker"}
+
+
+def test_an_archetype_only_the_bundle_holds_gets_its_tables_from_the_bundle(project, tmp_path):
+    """A local design without an archetype the bundle holds (as a cross-play-only suite is without
+    conversations when one model is run locally): the analysis plans that archetype's tables, reading
+    the bundle's conversations alone, and they are the full run's tables over the same conversations."""
+    from dyafdb.analysis import columns as C
+    from dyafdb.analysis.inputs import AnalysisInputs
+    from dyafdb.analysis.io import read_measures, write_tsv
+    from dyafdb.config import validate_config
+    from dyafdb.paths import Results
+    from dyafdb.share.recompute import recompute_tables
+    from dyafdb.suite.design import build_design
+
+    root = project["root"]
+    bundle = root / "quiet.tar.gz"  # quiet's conversations of T1-1 and T4-2, made before the prompt edit
+    lab = tmp_path / "local"
+    shutil.copytree(root / "before", lab / "results")
+    for name in ("scenarios", "prompts"):
+        shutil.copytree(root / name, lab / name)
+    shutil.copy(REPO / "config" / "judge" / "role_adherence.txt", lab / "prompts" / "role_adherence.txt")
+    local = _config(project["url"], models=("talker",))
+    local["suites"]["t"]["archetypes"] = ["T1-1"]
+    local["analysis"]["bundles"] = [str(bundle)]
+    local = validate_config(local, "local")
+    rows = {r.conversation_id: r for r in build_design(local, lab)}
+    assert {r.archetype for r in rows.values()} == {"T1-1"}
+    plan = AnalysisInputs(local, rows, str(lab / "results"), lab)
+    assert plan.tasks == ["T1-1", "T4-2"]
+    # the bundle-only archetype's runs table is made from the bundle alone (no local score or judge file)
+    assert plan.archetype_files(type("W", (), {"task": "T4-2"})()) == [str(bundle)]
+    assert len(plan.archetype_files(type("W", (), {"task": "T1-1"})())) > 1
+    stems = recompute_tables(local, lab, None, Results(str(tmp_path / "merged")), rows)
+    assert "score_T4-2" in stems
+    # the full run's tables over the same conversations: its measures without talker's T4-2 self-play
+    measures = read_measures([root / "before" / "scores" / "measures.tsv"])
+    dropped = (measures[C.ARCHETYPE] == "T4-2") & (measures[C.MODEL] == "talker") & (measures[C.PARTNER] == "talker")
+    assert dropped.any() and not measures[~dropped].empty
+    kept = tmp_path / "measures.tsv"
+    raw = pd.read_csv(root / "before" / "scores" / "measures.tsv", sep="\t", dtype=str, keep_default_na=False)
+    write_tsv(raw[~raw[C.CONVERSATION].isin(set(measures.loc[dropped, C.CONVERSATION]))], kept)
+    full_cfg = validate_config(_config(project["url"]), "full")
+    full_rows = {r.conversation_id: r for r in build_design(full_cfg, lab)}
+    recompute_tables(full_cfg, lab, kept, Results(str(tmp_path / "full")), full_rows)
+    want = _tables(tmp_path / "full" / "analysis" / "tables")
+    got = _tables(tmp_path / "merged" / "analysis" / "tables")
+    assert sorted(got) == sorted(want) and "score_T4-2.tsv" in got
+    for name in want:
+        assert got[name] == want[name], name
+    score = pd.read_csv(tmp_path / "merged" / "analysis" / "tables" / "score_T4-2.tsv", sep="\t")
+    assert "quiet" in set(score["row"])
+    runs = pd.read_csv(tmp_path / "merged" / "analysis" / "runs" / "T4-2.tsv", sep="\t")
+    assert not ((runs["model"] == "talker") & (runs["partner"] == "talker")).any() and (runs["model"] == "quiet").any()
 
 
 def test_a_bundle_made_with_another_prompt_is_refused_naming_it(project, tmp_path, capsys):

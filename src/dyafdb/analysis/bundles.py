@@ -82,6 +82,34 @@ class Bundle:
         self._members = members
         return members
 
+    def member_text(self, name: str) -> str | None:
+        """One member as text, or None when the bundle lacks it; read without loading the others
+        (the workflow calls this while it plans, and a bundle with audio is large)."""
+        if self._members is not None:
+            return self.text(name) if name in self._members else None
+        try:
+            if zipfile.is_zipfile(self.path):
+                with zipfile.ZipFile(self.path) as zf:
+                    found = [i for i in zf.infolist() if not i.is_dir() and _member_name(self.path, i.filename) == name]
+                    data = zf.read(found[0]) if found else None
+            else:
+                data = None
+                with tarfile.open(self.path, "r:*") as tf:
+                    for info in tf:
+                        if info.isfile() and _member_name(self.path, info.name) == name:
+                            fh = tf.extractfile(info)
+                            data = fh.read() if fh else b""
+                            break
+        except (tarfile.TarError, zipfile.BadZipFile, EOFError) as exc:
+            raise InputError(f"{self.path}: not a readable .tar.gz or .zip bundle ({exc}); fix: write it again with "
+                             "`dyafdb bundle -o FILE`") from None
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{self.path}: {name} is not UTF-8 text (byte {exc.start}); the bundle is damaged") from None
+
     def names(self) -> list[str]:
         return sorted(self._load())
 
@@ -224,14 +252,43 @@ class Merged:
     labels: dict[str, str] = field(default_factory=dict)
     conversations: int = 0
     code: dict[str, Any] = field(default_factory=dict)
-    # archetypes the bundle holds that this run's design has no suite for: their tables are not
-    # planned, so those conversations are not in the tables (the report says so)
-    left_out: list[str] = field(default_factory=list)
+    # archetypes the bundle holds that this run's design has no suite for (a cross-play-only suite
+    # one local model cannot make): their tables read the bundle's conversations alone (the report says so)
+    bundle_only: list[str] = field(default_factory=list)
 
 
 def bundle_paths(config: Mapping[str, Any], root: Path | str) -> list[Path]:
     """The bundles a config merges: ``analysis.bundles``, relative to the project root."""
     return [Path(root) / p for p in ((config.get("analysis") or {}).get("bundles") or [])]
+
+
+def bundle_archetypes(config: Mapping[str, Any], root: Path | str) -> dict[str, list[str]]:
+    """archetype -> the conversation ids the configured bundles hold of it (their design tables).
+
+    The analysis plans its tables for the union of these archetypes and the local design's, so a
+    bundle's conversations of an archetype no local suite holds (a cross-play-only suite, which one
+    local model cannot make) fill that archetype's tables as a full run's would."""
+    out: dict[str, set[str]] = {}
+    for path in bundle_paths(config, root):
+        if not path.is_file():
+            continue  # an input of every runs job, so Snakemake names it as missing
+        bundle = Bundle(path)
+        design = bundle.member_text(DESIGN)
+        if design is None:
+            continue
+        lines = [line.split("\t") for line in design.splitlines() if line.strip()]
+        if not lines:
+            continue
+        head = lines[0]
+        try:
+            c, a = head.index("conversation_id"), head.index("archetype")
+        except ValueError:
+            raise InputError(f"{path}: {DESIGN} lacks the conversation_id or archetype column; fix: write the bundle "
+                             "again with `dyafdb bundle`") from None
+        for row in lines[1:]:
+            if len(row) > max(c, a):
+                out.setdefault(row[a], set()).add(row[c])
+    return {arch: sorted(ids) for arch, ids in sorted(out.items())}
 
 
 def check_mergeable(bundle: Bundle, config: Mapping[str, Any], root: Path | str) -> dict[str, Any]:
@@ -316,7 +373,7 @@ def merged_info(config: Mapping[str, Any], root: Path | str) -> list[Merged]:
         out.append(Merged(path=path.name, models=models,
                           labels={m: (doc["models"][m] or {}).get("label", m) for m in models},
                           conversations=int(doc.get("conversations", 0)), code=doc.get("code") or {},
-                          left_out=sorted(set(doc.get("tasks") or []) - local_tasks)))
+                          bundle_only=sorted(set(doc.get("tasks") or []) - local_tasks)))
     return out
 
 

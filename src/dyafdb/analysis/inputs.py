@@ -17,7 +17,8 @@ from dyafdb.paths import Results
 
 
 class AnalysisInputs:
-    def __init__(self, config: Mapping[str, Any], conversations: Mapping[str, Any], results: str):
+    def __init__(self, config: Mapping[str, Any], conversations: Mapping[str, Any], results: str,
+                 root: Path | str = "."):
         self.config = config
         self.results = Results(results)
         self.root = self.results.analysis
@@ -27,6 +28,16 @@ class AnalysisInputs:
         self.by_archetype: dict[str, list[str]] = {}
         for cid in sorted(conversations):
             self.by_archetype.setdefault(conversations[cid].archetype, []).append(cid)
+        self.local_tasks = set(self.by_archetype)
+        # The tables are those of the local design's archetypes and the merged bundles' (each bundle's
+        # design table, read while planning): a bundle's conversations of an archetype no local suite
+        # holds make that archetype's tables as in a run that recorded them, and every table reads the
+        # same conversations. A bundle's ids count towards the per-run job's memory.
+        from dyafdb.analysis.bundles import bundle_archetypes
+
+        for arch, ids in bundle_archetypes(config, root).items():
+            known = set(self.by_archetype.get(arch, ()))
+            self.by_archetype.setdefault(arch, []).extend(c for c in ids if c not in known)
         self.tasks = sorted(self.by_archetype)
         self.main_tasks = [t for t in C.MAIN_TASKS if t in self.tasks] or self.tasks
         self.figure_formats = ["png"] + [f for f in self.section["figure_formats"] if f != "png"]  # the report embeds PNG
@@ -49,6 +60,8 @@ class AnalysisInputs:
         """What one archetype's per-run table is built from: its judge outputs and its conversations'
         measures, recordings' meta.json and garble.json. Those are listed as the archetype's mechanical
         table, written once all of them exist: one planned file instead of three per conversation."""
+        if wildcards.task not in self.local_tasks:  # held by the bundles alone
+            return list(self.bundles)
         return [self.results.mechanical_table(wildcards.task), *self.judging.outputs_of(wildcards.task),
                 *self.bundles]
 

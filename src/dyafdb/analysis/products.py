@@ -42,10 +42,19 @@ def measures_of_archetype(config: dict, root: Path, archetype: str) -> pd.DataFr
     from dyafdb.measures.table import COLUMNS, table_rows
 
     rows = [r for r in build_design(config, root) if r.archetype == archetype]
+    if not rows and _bundles_hold(config, root, archetype):
+        # an archetype only the merged bundles hold: merge_bundles adds all its rows
+        return normalise_measures(pd.DataFrame(columns=COLUMNS, dtype=str))
     if not rows:
         raise InputError(f"archetype {archetype} has no conversations in the design; check the suites in the config")
     frame = pd.DataFrame(list(table_rows(config, root, rows)), columns=COLUMNS).astype(str)
     return normalise_measures(frame)
+
+
+def _bundles_hold(config: dict, root: Path, archetype: str) -> bool:
+    from dyafdb.analysis.bundles import bundle_archetypes
+
+    return archetype in bundle_archetypes(config, root)
 
 
 @table("runs", stem="runs_{task}", runs=None, rule="own", report=False, order=0)

@@ -150,8 +150,8 @@ def build_report(tables: Sequence[Path], figures: Sequence[Path], settings: Sett
         items = "".join(f"<li>{html.escape(m.path)}: {', '.join(html.escape(x) for x in m.models) or 'no new model'} "
                         f"({m.conversations} conversations; code {html.escape(str(m.code.get('version')))} "
                         f"{html.escape(str(m.code.get('commit') or ''))})"
-                        + (f"; its {', '.join(m.left_out)} conversations are not in these tables: this run's design has "
-                           "no suite of those archetypes" if m.left_out else "") + "</li>" for m in merged)
+                        + (f"; the tables of {', '.join(m.bundle_only)} read its conversations alone: this run's design "
+                           "has no suite of those archetypes" if m.bundle_only else "") + "</li>" for m in merged)
         toc.append("<li><a href='#bundles'>merged bundles</a></li>")
         sections.append("<section id='bundles'><h2>merged bundles</h2><p>These models' conversations come from results "
                         f"bundles (analysis.bundles), made with this run's scenarios and scoring settings:</p><ul>{items}</ul></section>")

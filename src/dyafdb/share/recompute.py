@@ -39,7 +39,7 @@ def recompute_tables(config: Mapping[str, Any], root: Path, measures_path: Path 
     merges), so a run with bundles can be checked against a run that recorded everything."""
     config = dict(config)
     settings = from_config(config, root)
-    plan = AnalysisInputs(config, conversations, out.root)
+    plan = AnalysisInputs(config, conversations, out.root, root)
     measures = read_measures(measures_path) if measures_path is not None else None
     for task in plan.tasks:
         path = Path(out.analysis_runs(task))
