@@ -74,7 +74,7 @@ def test_workflow_ends_in_the_report_and_recomputes_only_what_a_prompt_touches(t
         cfg["suites"]["t"]["archetypes"] = ["T1-1", "T2", "T4-2"]
         judge = {"backend": "openai", "model": "stub-judge", "base_url": stub.url, "api_key_env": None}
         cfg["judge"] = {"judges": {"main": judge, "second": {**judge, "temperature": 0.5}}, "prompts_dir": "prompts"}
-        cfg["analysis"] = {"bootstrap": 20}
+        cfg["analysis"] = {"bootstrap": 20, "figure_formats": ["png"], "dpi": 50}  # the report embeds PNG; no PDF read
         (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
         done = _snakemake(tmp_path, "results/analysis/report.html")
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
