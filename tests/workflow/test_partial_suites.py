@@ -51,7 +51,9 @@ def _config(case: dict, judge_url: str) -> dict:
                           **({"cross_play_only": True} if case.get("cross_play_only") else {}))
     judge = {"backend": "openai", "model": "stub-judge", "base_url": judge_url, "api_key_env": None}
     cfg["judge"] = {"judges": {"main": judge}, "prompts_dir": "prompts"}
-    cfg["analysis"] = {"bootstrap": 10}
+    # PNG only, at a low resolution: the report embeds the PNG and the notes are read from it; the
+    # figure jobs (half the workflow's time) drew a PDF of each figure too, which no assertion reads
+    cfg["analysis"] = {"bootstrap": 10, "figure_formats": ["png"], "dpi": 50}
     if case.get("text"):
         text_model = {"backend": "openai", "base_url": judge_url}
         cfg["text_pairing"] = {"enabled": True, "counterbalance": False, "max_turns": 2,
