@@ -26,6 +26,7 @@ from typing import Any
 from dyafdb.analysis.bundles import (DESIGN, MEASURES, RESULTS_DIR, RESULTS_JSON, Bundle, design_scenarios,
                                      differences, describe_differences, fingerprint)
 from dyafdb.errors import InputError
+from dyafdb.paths import Results
 
 KINDS = ("schema", "digest", "recording", "answers", "numbers")
 
@@ -124,7 +125,6 @@ def _measure_rows(path: Path) -> dict[tuple[str, str, str, str], dict[str, str]]
 
 
 def _check_recordings(doc: dict[str, Any], root: Path, measures: dict, report: BundleReport) -> None:
-    from dyafdb.paths import Results
     from dyafdb.provenance import digest_files
 
     results = Results(str(root / RESULTS_DIR))
@@ -166,7 +166,7 @@ def _check_answers(root: Path, measures: dict, report: BundleReport) -> None:
     from dyafdb.fileio import read_jsonl
 
     count = 0
-    for batch in sorted((root / RESULTS_DIR / "judge").glob("*/*/*.jsonl")):
+    for batch in sorted(Results(str(root / RESULTS_DIR)).judge_batches()):
         name = batch.relative_to(root).as_posix()
         for _, rec in read_jsonl(batch, "write the bundle again with `dyafdb bundle`"):
             count += 1
@@ -186,7 +186,6 @@ def _check_answers(root: Path, measures: dict, report: BundleReport) -> None:
 
 def _check_numbers(doc: dict[str, Any], root: Path, report: BundleReport) -> None:
     from dyafdb.config import validate_config
-    from dyafdb.paths import Results
     from dyafdb.share.bundle import headline
     from dyafdb.share.recompute import recompute_tables, table_differences
     from dyafdb.suite.design import build_design
@@ -201,7 +200,7 @@ def _check_numbers(doc: dict[str, Any], root: Path, report: BundleReport) -> Non
     except InputError as exc:
         report.add("numbers", f"the analysis could not be recomputed from {MEASURES}: {exc}")
         return
-    tables = root / RESULTS_DIR / "analysis" / "tables"
+    tables = Path(Results(str(root / RESULTS_DIR)).analysis_table("x")).parent
     got = Path(out.analysis_table("x")).parent
     for line in table_differences(tables, got, stems):
         report.add("numbers", line)
