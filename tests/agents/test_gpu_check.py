@@ -25,6 +25,20 @@ def gpu_check(tmp_path: Path, *args: str, timeout: int = 300) -> subprocess.Comp
     return subprocess.run(["bash", str(SCRIPT), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def tiny_moshi_overlay(tmp_path: Path, params: dict, entry: dict | None = None) -> Path:
+    """A config overlay pointing model ``moshi`` at a tiny random Moshi written here (skips without moshi)."""
+    pytest.importorskip("moshi")
+    sys.path.insert(0, str(ROOT / "tests" / "standins"))
+    import moshi_tiny
+
+    checkpoint = moshi_tiny.write_moshi_checkpoint(tmp_path / "moshiko-tiny")
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(yaml.safe_dump({
+        "bridge": {"in_process": True},
+        "models": {"moshi": {"params": {"checkpoint_dir": str(checkpoint), "device": "cpu", "dtype": "float32",
+                                        "warmup_frames": 1, **params}, **(entry or {})}}}))
+    return overlay
+
 def test_without_weights_it_says_what_is_missing_and_where(tmp_path):
     for args in (["--weights-only"], ["--out", str(tmp_path / "out")]):
         run = gpu_check(tmp_path, *args)
@@ -41,16 +55,7 @@ def test_without_weights_it_says_what_is_missing_and_where(tmp_path):
 
 
 def test_with_weights_it_records_and_checks_each_model(tmp_path):
-    pytest.importorskip("moshi")
-    sys.path.insert(0, str(ROOT / "tests" / "standins"))
-    import moshi_tiny
-
-    checkpoint = moshi_tiny.write_moshi_checkpoint(tmp_path / "moshiko-tiny")
-    overlay = tmp_path / "overlay.yaml"
-    overlay.write_text(yaml.safe_dump({
-        "bridge": {"in_process": True},
-        "models": {"moshi": {"params": {"checkpoint_dir": str(checkpoint), "device": "cpu", "dtype": "float32",
-                                        "warmup_frames": 1, "sampling": {"temp": 0.6}}}}}))
+    overlay = tiny_moshi_overlay(tmp_path, {"sampling": {"temp": 0.6}})
     out = tmp_path / "out"
     run = gpu_check(tmp_path, "--config", str(ROOT / "config" / "config.yaml"), "--config", str(overlay), "--models", "moshi",
                     "--partner", "scripted", "--seconds", "4", "--out", str(out))
@@ -70,19 +75,9 @@ def test_with_weights_it_records_and_checks_each_model(tmp_path):
 def test_all_mode_prints_and_records_one_table_on_a_tiny_model(tmp_path):
     """`gpu-check.sh all` on the CPU (tiny Moshi): the smoke, the engine probe in the worker's environment
     (ticks at each batch, the same conversation through the engine at batch 1), one table, recorded."""
-    pytest.importorskip("moshi")
-    sys.path.insert(0, str(ROOT / "tests" / "standins"))
-    import moshi_tiny
-
-    checkpoint = moshi_tiny.write_moshi_checkpoint(tmp_path / "moshiko-tiny")
-    overlay = tmp_path / "overlay.yaml"
-    overlay.write_text(yaml.safe_dump({
-        "bridge": {"in_process": True},
-        "models": {"moshi": {"params": {"checkpoint_dir": str(checkpoint), "device": "cpu", "dtype": "float32",
-                                        "warmup_frames": 1},
-                             "engine": {"sessions": 2},
-                             "worker": {"command": [sys.executable, "-m", "dyafdb.agents.worker"],
-                                        "env": {"OMP_NUM_THREADS": "1"}}}}}))
+    overlay = tiny_moshi_overlay(tmp_path, {}, {"engine": {"sessions": 2},
+                                               "worker": {"command": [sys.executable, "-m", "dyafdb.agents.worker"],
+                                                          "env": {"OMP_NUM_THREADS": "1"}}})
     record = tmp_path / "BENCH.md"
     record.write_text("# figures\n")
     out = tmp_path / "out"

@@ -50,6 +50,17 @@ def onsets(channel: np.ndarray) -> list[float]:
     return [t * FRAME_SECONDS for t in range(frames) if voiced[t] and (t == 0 or not voiced[t - 1])]
 
 
+def talk(page, url: str, conversation_id: str) -> None:
+    """Take one conversation on the page as a person would: its card, consent, start; wait until saved."""
+    page.goto(url)
+    page.click(f"tr[data-id='{conversation_id}'] button.take")
+    page.wait_for_selector("#card p")
+    page.check("#agree")
+    page.click("#start")
+    page.wait_for_selector("body[data-state='saved'], body[data-state='error']", state="attached", timeout=120_000)
+    assert page.get_attribute("body", "data-state") == "saved", page.inner_text("#end-message")
+
+
 def test_the_page_records_a_resampled_microphone_and_listens_in(suite_root, tmp_path):
     wav = tmp_path / "bursts.wav"
     bursts_wav(wav)
@@ -59,13 +70,7 @@ def test_the_page_records_a_resampled_microphone_and_listens_in(suite_root, tmp_
     with SeatServer(config, suite_root) as server, playwright_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=args(wav))
         page = browser.new_page()
-        page.goto(server.url + "/?aec=0&rate=48000")
-        page.click(f"tr[data-id='{row.conversation_id}'] button.take")
-        page.wait_for_selector("#card p")
-        page.check("#agree")
-        page.click("#start")
-        page.wait_for_selector("body[data-state='saved'], body[data-state='error']", state="attached", timeout=120_000)
-        assert page.get_attribute("body", "data-state") == "saved", page.inner_text("#end-message")
+        talk(page, server.url + "/?aec=0&rate=48000", row.conversation_id)
 
         page.goto(server.url + "/listen")
         page.click("tbody tr:first-child button")
@@ -100,13 +105,7 @@ def test_a_stalled_model_frame_is_silence_or_raises_the_delay(suite_root, tmp_pa
     with SeatServer(config, suite_root) as server, playwright_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=args(wav))
         page = browser.new_page()
-        page.goto(server.url + f"/?aec=0&grow={int(grow)}")
-        page.click(f"tr[data-id='{row.conversation_id}'] button.take")
-        page.wait_for_selector("#card p")
-        page.check("#agree")
-        page.click("#start")
-        page.wait_for_selector("body[data-state='saved'], body[data-state='error']", state="attached", timeout=120_000)
-        assert page.get_attribute("body", "data-state") == "saved", page.inner_text("#end-message")
+        talk(page, server.url + f"/?aec=0&grow={int(grow)}", row.conversation_id)
         browser.close()
     timing = read_meta(results_of(config, suite_root).recording(row.conversation_id))["seat"]["timing"]
     late = timing["late_playback_ticks"]
