@@ -203,9 +203,19 @@ def _prepare_all(tasks: list[tuple[str, str, str, str, int]], jobs: int) -> list
         medias = list(pool.map(_prepare_task, tasks, chunksize=max(1, len(tasks) // (4 * jobs))))
     except BaseException:
         _stop_pool(pool)
+        _remove_partial_media(tasks)
         raise
     pool.shutdown()
     return medias
+
+
+def _remove_partial_media(tasks: list[tuple[str, str, str, str, int]]) -> None:
+    """A worker killed inside an encode (libsndfile holds the GIL past the grace period, or the signal
+    landed before its write's cleanup was armed) leaves its hidden temporary file: the parent removes
+    those of this run's media, so a stopped build leaves nothing that looks like output."""
+    for _, media_dir, key, _, _ in tasks:
+        for tmp in Path(media_dir).rglob(f".{key}.*.tmp"):
+            tmp.unlink(missing_ok=True)
 
 
 def _stop_pool(pool: ProcessPoolExecutor, grace_s: float = 5.0) -> None:
