@@ -213,9 +213,14 @@ def _remove_partial_media(tasks: list[tuple[str, str, str, str, int]]) -> None:
     """A worker killed inside an encode (libsndfile holds the GIL past the grace period, or the signal
     landed before its write's cleanup was armed) leaves its hidden temporary file: the parent removes
     those of this run's media, so a stopped build leaves nothing that looks like output."""
+    keys: dict[str, set[str]] = {}
     for _, media_dir, key, _, _ in tasks:
-        for tmp in Path(media_dir).rglob(f".{key}.*.tmp"):
-            tmp.unlink(missing_ok=True)
+        keys.setdefault(media_dir, set()).add(key)
+    # one walk per media folder, not one per conversation: a stopped build of thousands stops at once
+    for media_dir, ours in keys.items():
+        for tmp in Path(media_dir).rglob(".*.tmp"):
+            if tmp.name[1:].split(".", 1)[0] in ours:
+                tmp.unlink(missing_ok=True)
 
 
 def _stop_pool(pool: ProcessPoolExecutor, grace_s: float = 5.0) -> None:
