@@ -13,6 +13,7 @@
     python scripts/check-engine-groups.py --config config/ci-slurm-engines.yaml \
         --results results/ci-slurm-engines/slurm --cores 6 --after JOBID
     python scripts/check-engine-groups.py --config ... --results ... --print-targets   # the record targets
+    ... --group-size 8   # also: every group holds 8 conversations
 
 The grouping expected is the workflow's own (dyafdb.record.engine_groups with the run's --cores).
 Only SLURM jobs with ids above JOBID (the last id before the run) count. The site comes from
@@ -66,6 +67,8 @@ def main() -> int:
     parser.add_argument("--cores", type=int, help="the run's --cores (a group's width)")
     parser.add_argument("--after", type=int, help="the last SLURM job id before the run; without it, a run on this "
                         "machine (--groups engine=engine_node) is checked without SLURM's side")
+    parser.add_argument("--group-size", type=int, help="the conversations every group must hold (a run that means to "
+                        "show one load for a group of N says so; without it, any size passes)")
     parser.add_argument("--print-targets", action="store_true", help="print the record jobs' targets and exit")
     args = parser.parse_args()
     config = load_config(args.config)
@@ -90,6 +93,12 @@ def main() -> int:
     if ungrouped:
         problems.append(f"{len(ungrouped)} conversations belong to no engine group ({ungrouped[0]}, ...): "
                         f"their models need `engine` sections in {args.config}")
+    if args.group_size is not None:
+        sizes = defaultdict(int)
+        for g in group_of.values():
+            sizes[g] += 1
+        problems += [f"group {g} holds {n} conversations, not {args.group_size}: raise --cores, engine.sessions or the "
+                     f"suite's conversations per pairing in {args.config}" for g, n in sorted(sizes.items()) if n != args.group_size]
     if len(pairs) >= len(rows):
         problems.append(f"{len(pairs)} groups for {len(rows)} conversations: with --cores {args.cores} a group "
                         "holds one conversation, so nothing is shared; raise --cores or engine.sessions")

@@ -94,8 +94,8 @@ mapfile -t targets < <(python scripts/check-engine-groups.py --config config/ci-
 last_job=$(last_job_id)
 start=$(date +%s)
 timeout -k 10 900 snakemake --profile profiles/slurm --configfile config/ci-slurm-engines-sessions.yaml \
-  --config results_dir="$engines/sessions" --jobs 4 --cores 6 \
+  --config results_dir="$engines/sessions" --jobs 4 --cores 10 \
   --slurm-init-seconds-before-status-checks 5 -- "${targets[@]}"
 echo "slurm session-engine-group run: $(( $(date +%s) - start )) s"
 python scripts/check-engine-groups.py --config config/ci-slurm-engines-sessions.yaml --results "$engines/sessions" \
-  --cores 6 --after "${last_job:-0}"
+  --cores 10 --group-size 8 --after "${last_job:-0}"

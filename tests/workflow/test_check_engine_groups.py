@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO
 
 CONFIG = REPO / "config" / "ci-slurm-engines-sessions.yaml"
-CORES = 6  # as scripts/ci-slurm.sh runs it
+CORES = 10  # as scripts/ci-slurm.sh runs it
 
 
 def grouping() -> tuple[dict, dict[str, str]]:
@@ -66,23 +66,31 @@ def write_run(results: Path, reloads: str | None = None, no_engine: str | None =
     return group_of
 
 
-def check(results: Path) -> subprocess.CompletedProcess:
+def check(results: Path, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     return subprocess.run([sys.executable, "scripts/check-engine-groups.py", "--config", str(CONFIG), "--results",
-                           str(results), "--cores", str(CORES)], cwd=REPO, env=env, capture_output=True, text=True, check=False,
-                          timeout=300)
+                           str(results), "--cores", str(CORES), *extra], cwd=REPO, env=env, capture_output=True, text=True,
+                          check=False, timeout=300)
 
 
 def test_one_load_per_model_per_group_passes_and_is_printed_per_group(tmp_path):
     group_of = write_run(tmp_path)
-    done = check(tmp_path)
+    done = check(tmp_path, "--group-size", "8")  # as scripts/ci-slurm.sh checks it
     assert done.returncode == 0, done.stderr
     groups = sorted(set(group_of.values()))
-    assert len(groups) == 2 and len(group_of) == 4  # two pairings, two conversations each
+    assert len(groups) == 2 and len(group_of) == 16  # two pairings, one group of eight conversations each
     assert "4 model loads (minicpmo_standin 2, raon_standin 2)" in done.stdout
     for group in groups:
-        assert (f"group {group}: minicpmo_standin 1 load for 2 conversations (its sessions 1-2); "
-                "raon_standin 1 load for 2 conversations (its sessions 1-2)") in done.stdout
+        assert (f"group {group}: minicpmo_standin 1 load for 8 conversations (its sessions 1-8); "
+                "raon_standin 1 load for 8 conversations (its sessions 1-8)") in done.stdout
+
+
+def test_a_group_smaller_than_asked_fails_naming_the_group(tmp_path):
+    group_of = write_run(tmp_path)
+    done = check(tmp_path, "--group-size", "9")
+    assert done.returncode == 1
+    for group in set(group_of.values()):
+        assert f"group {group} holds 8 conversations, not 9" in done.stderr
 
 
 @pytest.mark.parametrize("model", ["minicpmo_standin", "raon_standin"])
@@ -106,4 +114,4 @@ def test_sessions_not_hosted_by_one_load_fail(tmp_path):
     write_run(tmp_path, renumber=True)
     done = check(tmp_path)
     assert done.returncode == 1
-    assert "engine numbered its sessions [1, 1], not 1 to 2" in done.stderr
+    assert "engine numbered its sessions [1, 1, 1, 1, 1, 1, 1, 1], not 1 to 8" in done.stderr
