@@ -25,13 +25,13 @@ install_packages() {
 
 write_config() {
   local cpus mem
-  # The node advertises at least 12 CPUs and 32 GB, the size of a small GPU node, so that an engine
+  # The node advertises at least 12 CPUs and 64 GB, the size of a small GPU node, so that an engine
   # node group (one engine per model plus one CPU and the bridge's memory per conversation, asked for
-  # as one SLURM job: 10 CPUs for a group of 8) fits on a 2-core CI machine; slurmd takes the configured size
+  # as one SLURM job: 10 CPUs and 34 GB for a group of 8) fits on a 2-core CI machine; slurmd takes the configured size
   # (SlurmdParameters=config_overrides) and nothing here enforces it (no cgroups, no memory polling).
   cpus=$(( $(nproc) > 12 ? $(nproc) : 12 ))
   mem=$(( $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) * 3 / 4 ))
-  mem=$(( mem > 32000 ? mem : 32000 ))
+  mem=$(( mem > 64000 ? mem : 64000 ))
   mkdir -p "$CONF_DIR" /var/spool/slurmctld /var/spool/slurmd /var/log/slurm /run/munge /run/mysqld
   chown munge:munge /run/munge
   chown mysql:mysql /run/mysqld
