@@ -61,11 +61,13 @@ Answer = Callable[[dict[str, Any]], "tuple[str, str, int]"]
 @dataclass(frozen=True)
 class SharedProcesses:
     """The shared processes of one stage: ``env`` carries the workflow's setting to its jobs,
-    ``verb`` names what a process did in the job's log ("scored in shared process 123 ...")."""
+    ``verb`` names what a process did in the job's log ("scored in shared process 123 ..."), and
+    ``unit`` what one request is there ("conversation 3 of at most 32")."""
 
     stage: str
     env: str
     verb: str
+    unit: str = "conversation"
 
     def _setting(self) -> tuple[int, str]:
         count, _, rest = (os.environ.get(self.env) or "").partition(":")
@@ -158,7 +160,7 @@ class SharedProcesses:
         reply = json.loads(data)
         sys.stdout.write(reply["stdout"])
         sys.stderr.write(reply["stderr"])
-        print(f"{self.verb} in shared process {reply['pid']} (conversation {reply['served']} of at most "
+        print(f"{self.verb} in shared process {reply['pid']} ({self.unit} {reply['served']} of at most "
               f"{self.per_process()} there)", file=sys.stderr, flush=True)
         return int(reply["rc"])
 
