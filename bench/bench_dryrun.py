@@ -25,7 +25,9 @@ ratio of medians is printed: on a shared machine the load drifts, a paired ratio
 On a machine with SLURM's client tools but no reachable controller, the SLURM executor plugin's probe
 (`scontrol show config`, at start-up, whatever the executor) waits 10 s; a real cluster answers at
 once and a laptop without SLURM skips it. There the plans run with a `scontrol` that fails at once
-first on PATH, as on a laptop, and the script says so (--slurm-probe keeps the wait).
+first on PATH, as on a laptop, and the script says so (--slurm-probe keeps the wait); --quick does so
+without asking (`scontrol ping` itself waits 3 s there), as bench_demo.py and bench_agent.py do in
+their --quick runs (bench/_slurm.py).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ import yaml
 
 import _testpath  # noqa: F401 (puts tests/helpers on the path)
 from _figures import emit, row
+from _slurm import no_slurm_probe, slurm_probe_waits
 from synthetic_suite import write_suite
 
 REPO = Path(__file__).resolve().parent.parent
@@ -132,15 +135,6 @@ def todays_workflow(root: Path) -> Path:
     return root
 
 
-def no_slurm_probe(root: Path) -> dict[str, str]:
-    """PATH with a `scontrol` that fails at once first, as on a machine without SLURM."""
-    shim = root / "no-slurm"
-    shim.mkdir(exist_ok=True)
-    (shim / "scontrol").write_text("#!/bin/sh\nexit 1\n")
-    (shim / "scontrol").chmod(0o755)
-    return {"PATH": os.pathsep.join([str(shim), os.environ.get("PATH", "")])}
-
-
 QUICK_SIZE = "--quick: 1 scenario per archetype, 1 repetition"
 
 
@@ -187,16 +181,6 @@ def json_counts(counts: dict[str, Any]) -> str:
     return repr(sorted(counts.items()))
 
 
-def slurm_probe_waits() -> bool:
-    if not shutil.which("scontrol"):
-        return False
-    try:
-        subprocess.run(["scontrol", "ping"], capture_output=True, timeout=3, check=True)
-    except (subprocess.SubprocessError, OSError):
-        return True
-    return False
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--main-only", action="store_true", help="skip the run with the optional suites")
@@ -212,8 +196,13 @@ def main() -> None:
                         help="keep the SLURM plugin's 10 s probe where scontrol finds no controller")
     args = parser.parse_args()
     env_extra: dict[str, str] = {}
-    probe = slurm_probe_waits()
-    if probe:
+    # --quick plans locally whatever the machine: no wait for the probe, nor for `scontrol ping` to find out
+    quick_shim = args.quick and not args.slurm_probe
+    probe = quick_shim or slurm_probe_waits()
+    if quick_shim:
+        print("note: --quick: the plans run with a scontrol that fails at once first on PATH, as without SLURM "
+              "(--slurm-probe keeps the SLURM plugin's probe)")
+    elif probe:
         if args.slurm_probe:
             print("note: scontrol is installed but no SLURM controller answers; each snakemake start waits up to 10 s "
                   "for it (snakemake-executor-plugin-slurm's probe), included below")

@@ -32,6 +32,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 FULL_TURNS, QUICK_TURNS = 8, 4  # config/demo.yaml's text_pairing.max_turns; --quick's: each speaker's slot reused once
+# --quick: each text turn cut to this many tokens (the demo's 48 make a reply ~1.5 s on one thread, 36
+# of them in the three runs); the slots, the reuse and the comparison are the same code.
+QUICK_TOKENS = 12
+# --quick: the agent's conversation is the demo's own 10 s T1-1 one (suite demo_window_10), not a 20 s
+# one: the same record command and settled stop, half the audio, twice.
+QUICK_SUITE = "demo_window_10"
 
 
 def timed(fn, *args, **kwargs):
@@ -66,12 +72,14 @@ def text_pairing(config: dict, root: Path, archetype: str, tmp: Path) -> list[di
             row("... ratio now / before", [w1 / w2], "ratio", "< 1")]
 
 
-def agent_replies(config: dict, root: Path, archetype: str, count: int, tmp: Path) -> list[dict]:
+def agent_replies(config: dict, root: Path, archetype: str, count: int, tmp: Path, suite: str = "demo") -> list[dict]:
     from dyafdb.agents.cascade import models as cascade_models
     from dyafdb.cli import main
     from dyafdb.suite.design import build_design
 
-    rows = [r for r in build_design(config, root) if r.archetype == archetype and r.suite == "demo"][:count]
+    rows = [r for r in build_design(config, root) if r.archetype == archetype and r.suite == suite][:count]
+    if not rows:
+        raise SystemExit(f"config/demo.yaml: suite {suite} has no {archetype} conversation: update bench/bench_local_llm.py")
     ids = [arg for r in rows for arg in ("--id", r.conversation_id)]
 
     def record(out: Path) -> None:
@@ -96,7 +104,7 @@ def agent_replies(config: dict, root: Path, archetype: str, count: int, tmp: Pat
         cascade_models.Models.chat = chat
     same = all((tmp / "settled" / p.relative_to(tmp / "full")).read_bytes() == p.read_bytes()
                for p in (tmp / "full").rglob("*") if p.name in ("audio.wav", "text.jsonl"))
-    print(f"agent replies, {len(rows)} demo conversation(s) of {archetype} in one process:")
+    print(f"agent replies, {len(rows)} demo conversation(s) of {archetype} ({rows[0].window_s:g} s) in one process:")
     print(f"  stop when settled (now):    {w1:6.1f} s wall {c1:6.1f} s CPU")
     print(f"  run to max_tokens (before): {w2:6.1f} s wall {c2:6.1f} s CPU  (ratio now/before {w1 / w2:.2f}); "
           f"audio and text bit-identical: {same}")
@@ -112,7 +120,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--archetype", default="T1-1")
     parser.add_argument("--conversations", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="the smallest size that runs every part (CI): 4 text turns, one agent conversation")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"the smallest size that runs every part (CI): {QUICK_TURNS} text turns of at most {QUICK_TOKENS} "
+                             f"tokens, one 10 s agent conversation ({QUICK_SUITE})")
     # --quick changes the defaults only, so an option given beside it still wins.
     if "--quick" in sys.argv[1:]:
         parser.set_defaults(conversations=1)
@@ -125,9 +135,12 @@ def main() -> None:
         raise SystemExit(f"config/demo.yaml: text_pairing.max_turns is no longer {FULL_TURNS}: update bench/bench_local_llm.py")
     if args.quick:
         config["text_pairing"]["max_turns"] = QUICK_TURNS
+        for model in config["text_pairing"]["models"].values():
+            model["max_tokens"] = min(model["max_tokens"], QUICK_TOKENS)
     with tempfile.TemporaryDirectory(prefix="dyafdb-llm-") as tmp:
         rows = text_pairing(config, REPO, args.archetype, Path(tmp))
-        rows += agent_replies(config, REPO, args.archetype, args.conversations, Path(tmp))
+        rows += agent_replies(config, REPO, args.archetype, args.conversations, Path(tmp),
+                              QUICK_SUITE if args.quick else "demo")
     emit("local-llm", rows)
 
 

@@ -90,11 +90,14 @@ def build(root: Path, cid: str) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=None, help="in-process runs (default 30; 3 with --quick)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="in-process runs (default 30; 3 with --quick, and one of audio health)")
     parser.add_argument("--quick", action="store_true", help="few repetitions (CI)")
     args = parser.parse_args()
     repeats = args.repeats or (3 if args.quick else 30)
     processes = 1 if args.quick else 3
+    # audio health costs ~2.5 CPU s a run against the mechanical line's ~20 ms: --quick times it once
+    health_repeats = args.repeats or (1 if args.quick else 30)
     from dyafdb.score import conversation as C
 
     add_health = C.add_health
@@ -126,7 +129,7 @@ def main() -> int:
                     C.score_conversation(config, root, cid, [stage])
                     stages.setdefault(stage, []).append(time.perf_counter() - t0)
             C.add_health = timed_health
-            for _ in range(repeats):
+            for _ in range(health_repeats):
                 C.score_conversation(config, root, cid, ["measures"])
         finally:
             C.add_health = add_health
