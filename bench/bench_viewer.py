@@ -28,7 +28,9 @@ from pathlib import Path
 
 
 
-def synthetic(root: Path, n: int, window_s: float) -> dict:
+def synthetic(root: Path, n: int, window_s: float, asr: bool = True) -> dict:
+    """``asr``: the score jobs transcribe each side for the audio health's word share and WER (what is
+    timed is the site build, not this; --quick leaves them empty, as `health.asr: false` does)."""
     from dyafdb.config import validate_config
     from dyafdb.paths import Results
     from dyafdb.suite.design import build_design
@@ -44,7 +46,7 @@ def synthetic(root: Path, n: int, window_s: float) -> dict:
     config = validate_config({"scenarios_dir": "scenarios", "results_dir": "results", "models": models,
                               "suites": {"b": {"models": ["m1", "m2"], "archetypes": ["T1-1"], "repetitions": 1,
                                                "window_s": window_s}},
-                              "bridge": {"in_process": True, "progress": False},
+                              "bridge": {"in_process": True, "progress": False}, "health": {"asr": asr},
                               "judge": {"judges": {"main": {"backend": "openai", "model": "x", "api_key_env": None}}}},
                              "bench")
     rows = build_design(config, root)[:n]
@@ -59,7 +61,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("-n", type=int, default=None, help="synthetic recordings (default 24; 2 with --quick)")
     parser.add_argument("--window", type=float, default=None, help="synthetic recording length (default 60 s; 10 with --quick)")
-    parser.add_argument("--quick", action="store_true", help="2 recordings of 10 s, every format (CI)")
+    parser.add_argument("--quick", action="store_true",
+                        help="2 recordings of 10 s scored without Whisper (health.asr: false), every format (CI)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--config", type=Path, help="bench on this config's existing recordings instead")
     parser.add_argument("--formats", default="vorbis,flac,wav")
@@ -77,7 +80,7 @@ def main() -> int:
             root, config = Path("."), load_config(args.config)
         else:
             t0 = time.perf_counter()
-            root, config = tmp_path, synthetic(tmp_path, args.n, args.window)
+            root, config = tmp_path, synthetic(tmp_path, args.n, args.window, asr=not args.quick)
             print(f"made {args.n} synthetic {args.window:g} s recordings in {time.perf_counter() - t0:.1f} s")
         base = viewer_settings(config, root)
         rows = []
