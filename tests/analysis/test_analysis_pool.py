@@ -247,6 +247,11 @@ def test_a_killed_job_leaves_no_output_and_the_next_one_runs(project, monkeypatc
         runs[runs.index("--out") + 1] = str(out / "runs.tsv")
         (pid, _), = _in_shared_process([runs], capfd)
         pids.add(pid)
+        # bad input: the job's one-line error and exit code, as in a process of its own; the process stays
+        assert main(["analysis", "matrix", "--runs", str(out / "missing.tsv"), "--task", "T2", "--out",
+                     str(out / "x.tsv"), "--config", str(project / "config.yaml")]) == 2
+        err = capfd.readouterr().err
+        assert "run `dyafdb analysis runs`" in err and SHARED.search(err).group(1) == str(pid)
         # A slow job: the leaderboard with many resamples; killed while its process computes it.
         slow = [*next(a for a in products if a[1] == "rating"), "--bootstrap", "100000"]
         slow[slow.index("--runs") + 1] = str(out / "runs.tsv")
