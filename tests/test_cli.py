@@ -74,3 +74,43 @@ def test_analysis_products_match_the_stage_and_name_a_missing_input(tmp_path, ca
     # checked before any file is read: the missing option is named, not a missing table
     assert main(["analysis", "matrix", "--runs", str(tmp_path / "absent.tsv"), "--out", str(tmp_path / "m.tsv")]) == 2
     assert "dyafdb analysis matrix needs --task" in capsys.readouterr().err
+
+
+HAND_OVER = """
+import json, sys
+from dyafdb.procpool import SharedProcesses
+seen = []
+SharedProcesses.run = lambda self, argv: seen.append([self.stage, *argv]) or 0
+from dyafdb.cli import main
+try:
+    rc = main(sys.argv[1:])
+except SystemExit as exc:  # argparse
+    rc = exc.code
+print(json.dumps({"rc": rc, "seen": seen, "loaded": sorted(m for m in ("numpy", "pandas", "asyncio", "jsonschema",
+      "dyafdb.commands.score", "dyafdb.commands.record", "dyafdb.commands.analysis") if m in sys.modules)}))
+"""
+
+
+@pytest.mark.parametrize("argv, stage", [
+    (["score", "all", "--id", "c1"], "score"),
+    (["record", "--id", "c1", "--in-process"], "record"),
+    (["analysis", "figure", "fig2_variance", "--input", "v.tsv", "--out-prefix", "f"], "analysis"),
+    (["record", "garble", "--id", "c1"], None),  # its own job kind: not handed over
+    (["judge", "--archetype", "T1-1"], None),  # a stage without shared processes
+])
+def test_a_job_of_a_sharing_stage_is_handed_over_before_any_command_is_imported(argv, stage):
+    """The job's own process pays an interpreter's start, not the command's imports (~0.3 CPU-s a job)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, **{f"DYAFDB_{s.upper()}_PER_PROCESS": "8:run1:" for s in ("score", "record", "analysis")}}
+    env.pop("SLURM_STEP_ID", None)
+    done = subprocess.run([sys.executable, "-c", HAND_OVER, *argv], env=env, capture_output=True, text=True, timeout=120)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    if stage is None:  # run here: the parser is built, every command imported (and here it fails, with no config)
+        assert report["seen"] == [] and report["rc"] != 0 and "dyafdb.commands.record" in report["loaded"], report
+        return
+    assert report["rc"] == 0 and report["seen"] == [[stage, *argv]]
+    assert report["loaded"] == [], report["loaded"]

@@ -19,9 +19,7 @@ from typing import Iterator, Sequence
 
 import dyafdb.commands
 from dyafdb import __version__
-from dyafdb.agents.base import AgentError
 from dyafdb.errors import InputError, Terminated, describe_os_fault, is_os_fault
-from dyafdb.llm.base import LLMError
 
 EXIT_CODES = {
     0: "success",
@@ -114,6 +112,10 @@ def _signal_children(sig: int) -> None:
 
 def _failure(exc: BaseException) -> tuple[int, str] | None:
     """(exit code, message) for an exception a user can act on; None for a bug (its traceback helps)."""
+    # imported here: numpy and asyncio come with them, which a job handed to a shared process never needs
+    from dyafdb.agents.base import AgentError
+    from dyafdb.llm.base import LLMError
+
     if isinstance(exc, InputError):
         return 2, f"error: {exc}"
     if isinstance(exc, AgentError):
@@ -129,10 +131,37 @@ def _failure(exc: BaseException) -> tuple[int, str] | None:
     return None
 
 
+def _in_shared_process(argv: Sequence[str]) -> int | None:
+    """A workflow job of a stage whose jobs share processes (``dyafdb.<stage>.pool``, whose variable
+    the workflow sets; dyafdb.procpool) hands its command line over here, before any command is
+    imported: those imports are what the shared process saves, and building the parser alone would
+    cost this process ~0.3 CPU-s. Its exit code, or None to run the command here."""
+    if not argv or not argv[0].isidentifier() or not any(
+            key.startswith("DYAFDB_") and key.endswith("_PER_PROCESS") for key in os.environ):
+        return None
+    name = f"dyafdb.{argv[0]}.pool"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and name.startswith(exc.name):  # no such stage, or it shares no processes
+            return None
+        raise
+    from dyafdb.procpool import SharedProcesses
+
+    for shared in vars(module).values():
+        if isinstance(shared, SharedProcesses) and shared.stage == argv[0] and shared.takes(argv):
+            return shared.run(argv) if shared.per_process() > 1 else None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     prefix = "dyafdb"
+    argv = list(sys.argv[1:] if argv is None else argv)
     with _StopOnSignal():
         try:
+            shared = _in_shared_process(argv)
+            if shared is not None:
+                return shared
             args = build_parser().parse_args(argv)
             prefix = f"dyafdb {args.command}"
             return int(args._run(args) or 0)

@@ -1,12 +1,13 @@
 """Several conversations per process, one workflow job per conversation in the plan.
 
 Each score job, and each record job of in-process models, is one ``dyafdb <stage> --id ID`` (the
-plan keeps one job per conversation: its inputs, outputs and reruns stay per conversation), but much
-of a job's CPU time is the process itself: the imports and the models it loads (the audio-health
+plan keeps one job per conversation: its inputs, outputs and reruns stay per conversation), and each
+analysis job one ``dyafdb analysis ...``, but much of a job's CPU time is the process itself: the imports and the models it loads (the audio-health
 models of scoring; Whisper, the Piper voice and the llama.cpp server of the embedded CPU agent),
 again in every job. When the workflow sets a stage's variable (:attr:`SharedProcesses.env`), a job
 hands its command line to a process that stays up for the next jobs of that stage, and prints what
-that process printed; the process runs the same entry point (:func:`dyafdb.cli.main`, through
+that process printed (:func:`dyafdb.cli.main` does so before it imports any command, from the
+stage's ``dyafdb.<stage>.pool``, so the job itself costs a bare interpreter's start); the process runs the same entry point (:func:`dyafdb.cli.main`, through
 ``dyafdb.commands._pool_server``: this leaf imports no stage and not the command line) on the same
 files, so every conversation builds its own state as in a process of its own and only the
 process-wide model caches carry over.
@@ -68,6 +69,9 @@ class SharedProcesses:
     env: str
     verb: str
     unit: str = "conversation"
+    # Which of the stage's command lines go to a shared process (dyafdb.cli hands them over): all of them,
+    # unless the stage says otherwise (record: not its garble checks, which the workflow runs as their own jobs).
+    takes: Callable[[Sequence[str]], bool] = lambda argv: True
 
     def _setting(self) -> tuple[int, str]:
         count, _, rest = (os.environ.get(self.env) or "").partition(":")

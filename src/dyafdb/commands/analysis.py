@@ -44,20 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _report_arguments(sub.add_parser("report", help="one HTML page with every table and figure, captions, config, versions"))
     _variance_cells_arguments(sub.add_parser("variance-cells", help="eta-squared of model, partner, model x partner "
                                              "(and task) for a table of cell means"))
-    for action_parser in sub.choices.values():  # _argv writes a job's command line back from its options
-        action_parser.set_defaults(_analysis_parser=action_parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from dyafdb.analysis.pool import ANALYSIS, fresh_state
+    from dyafdb.analysis.pool import fresh_state
 
-    # A workflow job hands its command line to a process that serves several analysis jobs (imports
-    # paid once; analysis.jobs_per_process); none free or none starting: it runs here, as before.
-    if ANALYSIS.per_process() > 1:
-        shared = ANALYSIS.run(_argv(args))
-        if shared is not None:
-            return shared
-    fresh_state()  # in a shared process: nothing an earlier job left reaches this one
+    # A workflow job's command line reaches this in a process that serves several analysis jobs
+    # (dyafdb.cli hands it over; analysis.jobs_per_process): nothing an earlier job left reaches this one.
+    fresh_state()
     if args.action == "figure":
         return _figure(args)
     if args.action == "report":
@@ -65,29 +59,6 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "variance-cells":
         return _variance_cells(args)
     return _product(args)
-
-
-def _argv(args: argparse.Namespace) -> list[str]:
-    """The command line of ``args``, for a shared analysis process (dyafdb.analysis.pool), written
-    back from the subcommand's own options (so a new option travels too); paths as given, since the
-    process works in the job's folder."""
-    actions = args._analysis_parser._actions
-    argv = ["analysis", *(f"--add-bundle={path}" for path in args.add_bundle), args.action,
-            *(str(getattr(args, a.dest)) for a in actions if not a.option_strings)]  # positionals first
-    for action in actions:
-        value = getattr(args, action.dest, None)
-        if not action.option_strings or isinstance(action, argparse._HelpAction) or value is None:
-            continue
-        flag = max(action.option_strings, key=len)
-        if isinstance(action, argparse._StoreTrueAction):
-            argv += [flag] if value else []
-        elif isinstance(action, argparse._AppendAction):
-            argv += [f"{flag}={item}" for item in value]
-        elif isinstance(value, list):  # nargs: written even when empty, as given
-            argv += [flag, *map(str, value)]
-        else:
-            argv.append(f"{flag}={value}")
-    return argv
 
 
 def _product_arguments(parser: argparse.ArgumentParser) -> None:

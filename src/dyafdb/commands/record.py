@@ -42,26 +42,7 @@ def run(args: argparse.Namespace) -> int:
     return _garble(args) if args.action == "garble" else _record(args)
 
 
-def _argv(args: argparse.Namespace) -> list[str]:
-    """The command line of ``args``, for a shared record process (dyafdb.record.pool)."""
-    argv = ["record", *(a for cid in args.ids or () for a in ("--id", cid))]
-    argv += [a for path in args.config or () for a in ("--config", str(path))]
-    argv += ["--override-json", args.override_json] if args.override_json is not None else []
-    argv += ["--root", str(args.root)] + (["--results", str(args.results)] if args.results is not None else [])
-    argv += ["--out", str(args.out)] if args.out is not None else []
-    argv += ["--log-dir", str(args.log_dir)] if args.log_dir is not None else []
-    return argv + ["--in-process"] * args.in_process + ["--no-progress"] * args.no_progress
-
-
 def _record(args: argparse.Namespace) -> int:
-    from dyafdb.record.pool import RECORD
-
-    # A workflow job of in-process agents hands its conversation to a process that records several,
-    # with the models it loaded kept and fresh agents for each (the plan keeps one job each).
-    if args.ids and RECORD.per_process() > 1:
-        shared = RECORD.run(_argv(args))
-        if shared is not None:
-            return shared
     from dyafdb.paths import results_of
     from dyafdb.record.checked import record_many_checked
     from dyafdb.suite.design import build_design, find_conversation

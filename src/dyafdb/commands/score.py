@@ -30,27 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="conversation id (repeatable); reads <results_dir>/recordings/<shard>/<id>/")
 
 
-def _argv(args: argparse.Namespace) -> list[str]:
-    """The command line of ``args``, for a shared scoring process (dyafdb.score.pool)."""
-    argv = ["score", args.stage, *(a for cid in args.ids for a in ("--id", cid))]
-    argv += [a for path in args.config or () for a in ("--config", str(path))]
-    argv += ["--override-json", args.override_json] if args.override_json is not None else []
-    argv += ["--root", str(args.root)] + (["--results", str(args.results)] if args.results is not None else [])
-    return argv
-
-
 def run(args: argparse.Namespace) -> int:
-    from dyafdb.score.pool import per_process, score_in_pool
-
-    # A workflow job hands its conversation to a process that scores several (the plan keeps one job each).
-    if per_process() > 1:
-        shared = score_in_pool(_argv(args))
-        if shared is not None:
-            return shared
     from dyafdb.score.conversation import score_conversation
-    from dyafdb.suite.ids import check_id
-
     from dyafdb.suite.design import build_design
+    from dyafdb.suite.ids import check_id
 
     config = load_configs(args)
     stages = STAGES[args.stage]

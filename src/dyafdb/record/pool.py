@@ -15,7 +15,8 @@ from typing import Any, Mapping
 
 from dyafdb.procpool import SharedProcesses
 
-RECORD = SharedProcesses(stage="record", env="DYAFDB_RECORD_PER_PROCESS", verb="recorded")
+RECORD = SharedProcesses(stage="record", env="DYAFDB_RECORD_PER_PROCESS", verb="recorded",
+                         takes=lambda argv: list(argv[1:2]) != ["garble"])
 
 
 def shares(config: Mapping[str, Any]) -> int:
