@@ -11,6 +11,7 @@ CI runs them too.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -27,7 +28,6 @@ from _figures import scripts as declared_scripts
 
 DECLARED = declared_scripts(BENCH)
 SCRIPTS = sorted(DECLARED)
-DEMO_OUT: list[str] = []  # what the quick_demo fixture's bench_demo.py printed
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "NO_TORCH_COMPILE": "1"}
 
 
@@ -51,14 +51,22 @@ def _quick(name: str, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
-@pytest.fixture(scope="module")
-def quick_demo(tmp_path_factory) -> Path:
-    """One demo conversation recorded and scored, the folder bench_reuse.py reads."""
-    folder = tmp_path_factory.mktemp("demo")
-    done = _quick("bench_demo", *(a.replace("{demo}", str(folder)) for a in DECLARED["bench_demo"].args))
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    DEMO_OUT.append(done.stdout)
-    return folder
+@pytest.fixture(scope="session")
+def quick_demo(tmp_path_factory) -> tuple[Path, str]:
+    """One demo conversation recorded and scored, the folder bench_reuse.py reads, and what bench_demo.py
+    printed. Session-scoped and built once for all workers, behind a lock in their common temporary
+    folder: a module-scoped fixture would keep this file's scripts on one worker (tests/conftest.py),
+    a minute and a half of them in a row."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # under xdist: this run's, not a later one's
+    folder, printed = shared / "quick-demo", shared / "quick-demo.stdout"
+    with open(shared / "quick-demo.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits for the demo, then reads it
+        if not printed.exists():
+            done = _quick("bench_demo", *(a.replace("{demo}", str(folder)) for a in DECLARED["bench_demo"].args))
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+            printed.write_text(done.stdout, encoding="utf-8")
+    return folder, printed.read_text(encoding="utf-8")
 
 
 def _check_printed(name: str, stdout: str) -> None:
@@ -81,10 +89,9 @@ def _check_printed(name: str, stdout: str) -> None:
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if DECLARED[n].slow else n for n in SCRIPTS])
 def test_every_benchmark_runs_at_its_smallest_size(name, request):
     if name == "bench_demo":  # the fixture runs it, with the folder bench_reuse reads
-        request.getfixturevalue("quick_demo")
-        _check_printed(name, DEMO_OUT[-1])
+        _check_printed(name, request.getfixturevalue("quick_demo")[1])
         return
-    demo = str(request.getfixturevalue("quick_demo")) if any("{demo}" in a for a in DECLARED[name].args) else ""
+    demo = str(request.getfixturevalue("quick_demo")[0]) if any("{demo}" in a for a in DECLARED[name].args) else ""
     done = _quick(name, *(a.replace("{demo}", demo) for a in DECLARED[name].args))
     assert done.returncode == 0, f"python bench/{name}.py --quick failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     _check_printed(name, done.stdout)
