@@ -3,7 +3,7 @@
     python bench/bench_tests.py            # the whole suite, once (minutes)
     python bench/bench_tests.py --quick    # one small test file through the same command (CI: tests/test_benchmarks.py)
 
-Runs `bash scripts/test.sh` (install check, then pytest with the options pyproject.toml sets, two
+Runs `bash scripts/test.sh` (install check, then pytest with the options pyproject.toml sets, three
 workers) in a fresh process and reads pytest's own summary line: tests passed, skipped and failed,
 and its wall seconds; it prints pytest's 40 slowest test phases (where the time goes). A run with failures prints them and exits non-zero, writing no figures: a
 suite that fails is not a time to quote. Goal (issue 24): under 8 minutes on 2 cores.
@@ -59,7 +59,7 @@ def main() -> int:
           + f" in {seconds:.0f} s (pytest), {wall:.0f} s wall with the install check")
     slowest = re.search(r"=+ slowest \d+ durations =+\n(.*?)(?:\n\n|\n=)", done.stdout, re.S)
     if slowest:
-        print("slowest test phases (wall s, the two workers side by side):\n" + slowest.group(1))
+        print("slowest test phases (wall s, the workers side by side):\n" + slowest.group(1))
     if done.returncode or counts.get("failed") or counts.get("error"):
         print(done.stdout[-5000:], file=sys.stderr)
         return 1

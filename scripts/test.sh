@@ -14,6 +14,8 @@ fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
 export NO_TORCH_COMPILE=1 HF_HUB_OFFLINE=1
-# Two workers (one per core of the CI machine; DYAFDB_TEST_WORKERS=0 runs in one process): the tests of a file
-# that shares a module-scoped fixture stay on one worker, the rest spread test by test (tests/conftest.py).
-python -m pytest -q -n "${DYAFDB_TEST_WORKERS:-2}" --dist loadscope "$@"
+# Three workers on the CI machine's two cores (DYAFDB_TEST_WORKERS=0 runs in one process): about a third of a
+# worker's time is spent waiting (on a subprocess's deadline, a browser, a workflow's shared processes), which a
+# third worker fills; measured on 2 cores, 439 s against 493 s with two (BENCHMARKS.md "tests"). The tests of a
+# file that shares a module-scoped fixture stay on one worker, the rest spread test by test (tests/conftest.py).
+python -m pytest -q -n "${DYAFDB_TEST_WORKERS:-3}" --dist loadscope "$@"

@@ -55,10 +55,10 @@ def shared_fixture_files(tests_dir: Path = TESTS_DIR) -> set[str]:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """scripts/test.sh runs the suite on pytest-xdist workers (``-n 2 --dist loadscope``). Its scheduler
+    """scripts/test.sh runs the suite on pytest-xdist workers (``-n 3 --dist loadscope``). Its scheduler
     here: the tests of a file that defines a module-, class- or package-scoped fixture go to one worker
     together (the fixture is built once, not once per worker); every other test is its own unit, so
-    the two workers share the load test by test. xdist's ``--dist loadgroup`` would say this with
+    the workers share the load test by test. xdist's ``--dist loadgroup`` would say this with
     markers, but xdist 3.8.0 renames a grouped test through ``item._nodeid``, which pytest 9.2 no
     longer reads (it keeps ``item._id``), so its groups are silently ignored."""
     if config.getvalue("dist") != "loadscope":

@@ -11,7 +11,6 @@ CI runs them too.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from run_once import built_once
 
 BENCH = REPO / "bench"
 sys.path.insert(0, str(BENCH))
@@ -57,15 +57,13 @@ def quick_demo(tmp_path_factory) -> tuple[Path, str]:
     printed. Session-scoped and built once for all workers, behind a lock in their common temporary
     folder: a module-scoped fixture would keep this file's scripts on one worker (tests/conftest.py),
     a minute and a half of them in a row."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # under xdist: this run's, not a later one's
-    folder, printed = shared / "quick-demo", shared / "quick-demo.stdout"
-    with open(shared / "quick-demo.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits for the demo, then reads it
-        if not printed.exists():
-            done = _quick("bench_demo", *(a.replace("{demo}", str(folder)) for a in DECLARED["bench_demo"].args))
-            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-            printed.write_text(done.stdout, encoding="utf-8")
+    def build(folder: Path) -> None:
+        done = _quick("bench_demo", *(a.replace("{demo}", str(folder / "demo")) for a in DECLARED["bench_demo"].args))
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        (folder / "stdout.txt").write_text(done.stdout, encoding="utf-8")
+
+    shared = built_once(tmp_path_factory, "quick-demo", build)
+    folder, printed = shared / "demo", shared / "stdout.txt"
     return folder, printed.read_text(encoding="utf-8")
 
 

@@ -1,5 +1,5 @@
-"""scripts/test.sh runs the suite on two pytest-xdist workers: a fixture shared by a file's tests is
-built once (its file goes to one worker whole), and the other tests spread over both workers."""
+"""scripts/test.sh runs the suite on pytest-xdist workers (three): a fixture shared by a file's tests is
+built once (its file goes to one worker whole), and the other tests spread over the workers."""
 
 from __future__ import annotations
 

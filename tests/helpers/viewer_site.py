@@ -10,10 +10,8 @@ records carry two raw replies).
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import hashlib
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -30,6 +28,7 @@ from dyafdb.judge.runner import Usage, build_items, judge_items, judge_output_pa
 from dyafdb.judge.settings import judge_settings
 from dyafdb.record.conversation import record_many
 from dyafdb.score.conversation import score_conversation
+from run_once import built_once
 
 MODEL_NAMES = ("zephyrine", "quokkalux")
 MODEL_LABELS = ("Zephyrine XL", "Quokkalux Mini")
@@ -132,29 +131,14 @@ def make_demo(root: Path) -> dict[str, Any]:
 _BUILT: dict[str, Any] = {}
 
 
-def _shared_folder(tmp_path_factory: Any) -> Path:
-    """Where the workers of one test run (pytest-xdist) find what one of them built: the run's base
-    folder, which the workers' own folders sit in. Without workers, this process's own."""
-    base = Path(tmp_path_factory.getbasetemp())
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
 def built_demo(tmp_path_factory: Any) -> tuple[Path, dict[str, Any]]:
     """The recorded, scored and judged demo, made once per test run (five test modules on either
     worker use it; its audio-health scoring alone costs ~20 CPU-s) and copied into each worker's own
     folder, where the modules write their measures, tables and sites."""
     if "root" not in _BUILT:
-        shared = _shared_folder(tmp_path_factory) / "viewer-demo-shared"
-        shared.mkdir(parents=True, exist_ok=True)
-        with open(shared / "lock", "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # a worker that comes second waits for the first's build
-            if not (shared / "done").exists():
-                if (shared / "root").exists():  # a build that failed half way
-                    shutil.rmtree(shared / "root")
-                make_demo(shared / "root")
-                (shared / "done").write_text("built\n")
+        shared = built_once(tmp_path_factory, "viewer-demo", make_demo)
         root = tmp_path_factory.mktemp("viewer-demo")
-        shutil.copytree(shared / "root", root, dirs_exist_ok=True, symlinks=True)
+        shutil.copytree(shared, root, dirs_exist_ok=True, symlinks=True)
         _BUILT["config"] = demo_config(root)
         _BUILT["root"] = root
     return _BUILT["root"], _BUILT["config"]
