@@ -146,17 +146,28 @@ class SharedProcesses:
         return None
 
     def _ask(self, folder: Path, slot: int, argv: Sequence[str]) -> int | None:
+        env = {k: v for k, v in os.environ.items() if k != self.env}  # the process runs it itself
+        request = json.dumps({"argv": list(argv), "cwd": os.getcwd(), "env": env}).encode() + b"\n"
         sock = _connect(folder / f"{slot}.sock") or self._start(folder, slot)
-        if sock is None:
-            print(f"note: no shared {self.stage} process came up in {folder} (see {slot}.log); running here",
-                  file=sys.stderr)
-            return None
-        with sock:
-            env = {k: v for k, v in os.environ.items() if k != self.env}  # the process runs it itself
-            sock.sendall(json.dumps({"argv": list(argv), "cwd": os.getcwd(), "env": env}).encode() + b"\n")
-            data = b""
-            while chunk := sock.recv(1 << 16):
-                data += chunk
+        for fresh in (False, True):
+            if sock is None:
+                print(f"note: no shared {self.stage} process came up in {folder} (see {slot}.log); running here",
+                      file=sys.stderr)
+                return None
+            try:
+                with sock:
+                    sock.sendall(request)
+                    data = b""
+                    while chunk := sock.recv(1 << 16):
+                        data += chunk
+                break
+            except (ConnectionResetError, BrokenPipeError):
+                # The process went as this job connected (killed with an earlier job, or leaving after its
+                # count) and never read the request: a reset means it lay unread, so nothing of this job ran
+                # there. Once, in a fresh process; a process that read the request and died answers empty.
+                if fresh:
+                    raise
+                sock = self._start(folder, slot)
         if not data:
             print(f"error: the shared {self.stage} process of slot {slot} ({folder}) ended before answering; "
                   f"see {folder / f'{slot}.log'}, then run the job again", file=sys.stderr)

@@ -64,3 +64,27 @@ def test_no_sharing_on_a_slurm_step_of_its_own(monkeypatch):
     assert pool.per_process() == 1
     monkeypatch.setenv(pool.POOL_ENV, "8:abc:3")  # a job in the workflow's own step (salloc) shares
     assert pool.per_process() == 8
+
+
+def test_a_process_that_goes_as_a_job_connects_is_replaced_and_the_job_runs_once(setting, capsys):
+    """A process killed with an earlier job, or leaving after its count, can still hold its socket as the
+    next job connects: the job's request lies unread and the connection is reset. The job then runs in a
+    fresh process (nothing of it ran in the one that went), not fails with ECONNRESET."""
+    import select
+    import socket
+    import threading
+
+    folder = pool.pool_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    going = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # a process on its way out: listens, never reads
+    going.bind(str(folder / "0.sock"))
+    going.listen(4)
+    answer: list[int | None] = []
+    job = threading.Thread(target=lambda: answer.append(pool.score_in_pool(["--version"])))
+    job.start()
+    assert select.select([going], [], [], 30)[0], "the job never connected"
+    time.sleep(0.2)  # its request is in, unread
+    going.close()  # gone, with the connection still queued: the job's connection is reset
+    job.join(120)
+    assert answer == [0]
+    assert _pid(capsys) != os.getpid()
