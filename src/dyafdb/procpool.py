@@ -2,12 +2,14 @@
 
 Each score job, and each record job of in-process models, is one ``dyafdb <stage> --id ID`` (the
 plan keeps one job per conversation: its inputs, outputs and reruns stay per conversation), and each
-analysis job one ``dyafdb analysis ...``, but much of a job's CPU time is the process itself: the imports and the models it loads (the audio-health
-models of scoring; Whisper, the Piper voice and the llama.cpp server of the embedded CPU agent),
-again in every job. When the workflow sets a stage's variable (:attr:`SharedProcesses.env`), a job
-hands its command line to a process that stays up for the next jobs of that stage, and prints what
-that process printed (:func:`dyafdb.cli.main` does so before it imports any command, from the
-stage's ``dyafdb.<stage>.pool``, so the job itself costs a bare interpreter's start); the process runs the same entry point (:func:`dyafdb.cli.main`, through
+analysis job one ``dyafdb analysis ...``, but much of a job's CPU time is the process itself: the
+imports and the models it loads (the audio-health models of scoring; Whisper, the Piper voice and
+the llama.cpp server of the embedded CPU agent; pandas and matplotlib), again in every job. When the
+workflow sets a stage's variable (:meth:`SharedProcesses.share_in_workflow`), a job hands its
+command line to a process that stays up for the next jobs of that stage, and prints what that
+process printed (:func:`dyafdb.cli.main` does so before it imports any command, from the stage's
+``dyafdb.<stage>.pool``, so the job itself costs a bare interpreter's start); the process runs the
+same entry point (:func:`dyafdb.cli.main`, through
 ``dyafdb.commands._pool_server``: this leaf imports no stage and not the command line) on the same
 files, so every conversation builds its own state as in a process of its own and only the
 process-wide model caches carry over.
@@ -95,6 +97,15 @@ class SharedProcesses:
         """:attr:`env`'s value for one workflow process: the count, a name of its own (a new run, or
         an edited config or checkout, never reaches an earlier run's processes) and its SLURM step."""
         return f"{conversations}:{uuid.uuid4().hex[:16]}:{os.environ.get('SLURM_STEP_ID', '')}"
+
+    def share_in_workflow(self, per_process: int) -> None:
+        """Set (or, for 1, clear) :attr:`env` in the workflow's own process, whose jobs inherit it:
+        through the environment, like the config files, so neither a job's shell command nor its
+        params change and changing the count reruns nothing."""
+        if per_process > 1:
+            os.environ[self.env] = self.setting(per_process)
+        else:
+            os.environ.pop(self.env, None)
 
     def folder(self) -> Path:
         """This run's slots of this stage on this node (on SLURM, this SLURM job's)."""

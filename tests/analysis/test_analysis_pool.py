@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 import synthetic_analysis as S
-from dyafdb.analysis.pool import ANALYSIS, set_for_workflow
+from dyafdb.analysis.pool import ANALYSIS
 from dyafdb.cli import main
 from dyafdb.commands.analysis import TURN_TAKING
 from dyafdb.config import validate_config
@@ -290,9 +290,9 @@ def test_with_the_setting_1_each_job_runs_in_its_own_process(project, monkeypatc
     base = validate_config(yaml.safe_load(_config(CONFIG_A)), "test")
     assert base["analysis"]["jobs_per_process"] == 200  # the schema's default
     monkeypatch.setenv(ANALYSIS.env, "stale")
-    set_for_workflow({"analysis": {**base["analysis"], "jobs_per_process": 1}})
+    ANALYSIS.share_in_workflow(1)  # as workflow/rules/analysis.smk passes analysis.jobs_per_process
     assert ANALYSIS.env not in os.environ and ANALYSIS.per_process() == 1
-    set_for_workflow(base)
+    ANALYSIS.share_in_workflow(base["analysis"]["jobs_per_process"])
     assert ANALYSIS.per_process() == 200
     monkeypatch.setenv(ANALYSIS.env, ANALYSIS.setting(1))
     _use(project, "A")

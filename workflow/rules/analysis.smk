@@ -5,13 +5,13 @@
 from dyafdb.analysis.memory import declared_mem_mb
 from dyafdb.analysis.registry import TableSpec
 from dyafdb.analysis.inputs import AnalysisInputs
-from dyafdb.analysis.pool import set_for_workflow as share_analysis_processes
+from dyafdb.analysis.pool import ANALYSIS
 
 ANALYSIS_PLAN = AnalysisInputs(config, CONVERSATIONS, RESULTS)
 # Analysis jobs hand their command line to analysis processes that serve several in turn (pandas,
 # matplotlib and seaborn imported once per process, not per job; dyafdb.analysis.pool). Through the
 # environment, like the config files: neither the shell command nor the params change, so no job reruns.
-share_analysis_processes(config)
+ANALYSIS.share_in_workflow(config["analysis"]["jobs_per_process"])
 ALL_RUNS = ANALYSIS_PLAN.all_runs
 MAIN_RUNS = ANALYSIS_PLAN.runs_of(ANALYSIS_PLAN.main_tasks)
 

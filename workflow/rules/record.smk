@@ -15,10 +15,7 @@ RECORDING = RecordingInputs(config, CONVERSATIONS, ENGINE_GROUPS)
 # Record jobs of in-process agents hand their conversation to record processes that serve several in
 # turn (the models loaded once per process, fresh agents per conversation; dyafdb.record.pool).
 # Through the environment, like score.smk's: neither the shell command nor the params change.
-if shares(config) > 1:
-    os.environ[RECORD.env] = RECORD.setting(shares(config))
-else:
-    os.environ.pop(RECORD.env, None)
+RECORD.share_in_workflow(shares(config))
 
 
 rule engine:

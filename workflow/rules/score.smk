@@ -3,16 +3,13 @@
 # turn-taking / occupancy / leak measures. Each stage also runs alone: dyafdb score segments | transcript | mechanical.
 from dyafdb.paths import CONVERSATION_IN_SHARD, SHARD_PATTERN
 from dyafdb.score.inputs import ScoringInputs
-from dyafdb.score.pool import POOL_ENV, pool_setting
+from dyafdb.score.pool import SCORE
 
 SCORING = ScoringInputs(config, CONVERSATIONS, RESULTS)
 # Score jobs hand their conversation to scoring processes that serve several in turn (imports and
 # audio-health models loaded once per process, not per job; dyafdb.score.pool). Through the
 # environment, like the config files: neither the shell command nor the params change, so no job reruns.
-if config["score"]["conversations_per_process"] > 1:
-    os.environ[POOL_ENV] = pool_setting(config["score"]["conversations_per_process"])
-else:
-    os.environ.pop(POOL_ENV, None)
+SCORE.share_in_workflow(config["score"]["conversations_per_process"])
 
 
 rule score:

@@ -1,5 +1,6 @@
-"""Several analysis jobs per process (analysis.jobs_per_process): the shared processes of
-dyafdb.procpool, for `dyafdb analysis`.
+"""Several analysis jobs per process (analysis.jobs_per_process, which workflow/rules/analysis.smk
+hands to :meth:`ANALYSIS.share_in_workflow`): the shared processes of dyafdb.procpool, for
+`dyafdb analysis`.
 
 An analysis job (a per-run table, a product, a figure, the report) does a few tens of milliseconds
 of work after about a second of imports (pandas, scipy, matplotlib, seaborn); a run has dozens of
@@ -25,25 +26,12 @@ leaves behind in its process, and what :func:`fresh_state` does about it:
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
-from typing import Any, Mapping
 
 from dyafdb.procpool import SharedProcesses
 
 ANALYSIS = SharedProcesses(stage="analysis", env="DYAFDB_ANALYSIS_PER_PROCESS", verb="analysed", unit="job")
-
-
-def set_for_workflow(config: Mapping[str, Any]) -> None:
-    """Set (or clear) :attr:`ANALYSIS.env` for the workflow's analysis jobs from
-    ``analysis.jobs_per_process``. Through the environment, like the config files: neither a job's
-    shell command nor its params change, so changing the setting reruns nothing."""
-    per_process = int(config["analysis"]["jobs_per_process"])
-    if per_process > 1:
-        os.environ[ANALYSIS.env] = ANALYSIS.setting(per_process)
-    else:
-        os.environ.pop(ANALYSIS.env, None)
 
 
 def fresh_state() -> None:
