@@ -27,7 +27,7 @@ import json
 import os
 import subprocess
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from dyafdb.agents.engine.models import concurrent_sessions
@@ -93,10 +93,8 @@ def main() -> int:
     if ungrouped:
         problems.append(f"{len(ungrouped)} conversations belong to no engine group ({ungrouped[0]}, ...): "
                         f"their models need `engine` sections in {args.config}")
+    sizes = Counter(group_of.values())  # group -> its conversations
     if args.group_size is not None:
-        sizes = defaultdict(int)
-        for g in group_of.values():
-            sizes[g] += 1
         problems += [f"group {g} holds {n} conversations, not {args.group_size}: raise --cores, engine.sessions or the "
                      f"suite's conversations per pairing in {args.config}" for g, n in sorted(sizes.items()) if n != args.group_size]
     if len(pairs) >= len(rows):
@@ -191,7 +189,7 @@ def main() -> int:
         ready = [line for line in log.read_text(errors="replace").splitlines() if " ready on " in line]
         loads += len(ready)
         loads_of[model] += len(ready)
-        conversations = sum(1 for g in group_of.values() if g == group)
+        conversations = sizes[group]
         hosted = f" (its sessions 1-{max(numbers[(group, model)])})" if numbers.get((group, model)) else ""
         loads_in[group].append(f"{model} {len(ready)} load{'s' * (len(ready) != 1)} for {conversations} conversations{hosted}")
         if len(ready) != 1:
